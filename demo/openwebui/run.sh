@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Start Open WebUI offline in front of LGOS (or the LiteLLM gateway).
+#
+#   demo/openwebui/run.sh                  # http://127.0.0.1:8080, LGOS at http://127.0.0.1:8000/v1
+#   OPENWEBUI_PORT=3003 LGOS_BASE_URL=http://127.0.0.1:4000/v1 LGOS_API_KEY=sk-... demo/openwebui/run.sh
+#
+# Then install the LGOS Pipe function and models once it answers:
+#   python demo/openwebui/sync.py --url http://127.0.0.1:8080
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+"$here/setup.sh" >&2
+
+lgos_base_url="${LGOS_BASE_URL:-http://127.0.0.1:8000/v1}"
+lgos_api_key="${LGOS_API_KEY:-sk-lgos-demo}"
+
+# Everything Open WebUI writes (SQLite database, uploads, caches) stays in DATA_DIR.
+export DATA_DIR="${OPENWEBUI_DATA_DIR:-$here/.data}"
+mkdir -p "$DATA_DIR"
+# A fixed key so sessions survive restarts; this is a local demo, not a deployment secret.
+export WEBUI_SECRET_KEY="${WEBUI_SECRET_KEY:-lgos-openwebui-demo-only}"
+
+# Offline: no model downloads from Hugging Face, no pip installs of Function requirements,
+# no update check, no telemetry.
+export OFFLINE_MODE=true HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export ANONYMIZED_TELEMETRY=false DO_NOT_TRACK=true SCARF_NO_ANALYTICS=true
+# No local embedding model either: retrieval is bypassed (this demo uploads no documents).
+export RAG_EMBEDDING_ENGINE=openai BYPASS_EMBEDDING_AND_RETRIEVAL=true
+
+# Every chat would otherwise send extra "task" requests (title, tags, follow-ups, autocomplete)
+# to the selected model, and each one would run the graph again.
+export ENABLE_TITLE_GENERATION=false ENABLE_TAGS_GENERATION=false
+export ENABLE_FOLLOW_UP_GENERATION=false ENABLE_AUTOCOMPLETE_GENERATION=false
+
+# Single user: the browser opens straight into the chat as an admin; the sync command signs in
+# with an empty email and password. Set WEBUI_AUTH=true plus WEBUI_ADMIN_EMAIL/PASSWORD for logins.
+export WEBUI_AUTH="${WEBUI_AUTH:-false}"
+
+# Read the settings from this environment on every start instead of freezing them in the
+# database on the first one.
+export ENABLE_PERSISTENT_CONFIG=false
+
+# Plain OpenAI connection to the same server: graphs without human review also work as
+# ordinary models; the LGOS Pipe (installed by sync.py) adds background runs and review.
+export ENABLE_OLLAMA_API=false
+export ENABLE_OPENAI_API=true OPENAI_API_BASE_URL="$lgos_base_url" OPENAI_API_KEY="$lgos_api_key"
+
+exec "$here/.venv/bin/open-webui" serve --host "${OPENWEBUI_HOST:-127.0.0.1}" --port "${OPENWEBUI_PORT:-8080}"

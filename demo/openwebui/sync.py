@@ -1,0 +1,233 @@
+"""Install the LGOS Pipe function and the LGOS models into a running Open WebUI.
+
+    python demo/openwebui/sync.py --url http://127.0.0.1:8080 --lgos-url http://127.0.0.1:8000/v1
+
+Everything goes through Open WebUI's HTTP API, so nothing is clicked by hand, and running it
+again updates what it installed (it is idempotent):
+
+1. reads the models LGOS advertises (``GET /v1/models`` and ``/v1/models/{id}``);
+2. writes one optional user valve per graph setting into the Pipe source (so a user can change
+   ``delay_seconds`` or ``audience`` in the chat's Controls panel) and creates or updates the
+   function ``lgos``, makes it active and sets its valves (LGOS base URL and key);
+3. creates or updates one workspace model per graph (``lgos.<model>``) carrying the graph's
+   description, visible to every user, and removes the ones whose graph is gone.
+
+Only the standard library is used, so any Python 3.11 runs it (the lgos environment, Open
+WebUI's environment, or a bare interpreter).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+FUNCTION_ID = "lgos"
+PIPE_SOURCE = Path(__file__).with_name("lgos_pipe.py")
+# The Pipe source marks where the per-graph setting valves go.
+SETTINGS_BLOCK = re.compile(r"( *)# lgos-settings: begin\n.*?# lgos-settings: end\n", re.S)
+# Marks the workspace models this command owns, so that it only ever deletes its own.
+OWNER_MARK = "lgos_sync"
+JSON_TYPES = {"boolean": "bool", "integer": "int", "number": "float", "string": "str"}
+
+
+class ApiError(RuntimeError):
+    pass
+
+
+def call(
+    method: str, url: str, body: Any = None, token: str | None = None, timeout: float = 30
+) -> Any:
+    """One JSON request; raises ApiError with the server's answer on an HTTP error."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Accept", "application/json")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            text = response.read().decode()
+    except urllib.error.HTTPError as exc:
+        raise ApiError(f"{method} {url} -> {exc.code}: {exc.read().decode()[:500]}") from exc
+    return json.loads(text) if text else None
+
+
+def wait_until_up(url: str, deadline_seconds: float) -> None:
+    """Wait for Open WebUI's /health (it takes a while to start)."""
+    deadline = time.monotonic() + deadline_seconds
+    while True:
+        try:
+            call("GET", f"{url}/health", timeout=5)
+            return
+        except (OSError, ApiError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def sign_in(url: str, email: str, password: str) -> str:
+    """An admin token. With WEBUI_AUTH=false, empty credentials sign in the single user."""
+    return call("POST", f"{url}/api/v1/auths/signin", {"email": email, "password": password})[
+        "token"
+    ]
+
+
+def lgos_models(lgos_url: str, lgos_key: str) -> list[dict[str, Any]]:
+    """The models LGOS advertises, each with its detail (which adds client_settings)."""
+    listed = call("GET", f"{lgos_url}/models", token=lgos_key or None)["data"]
+    return [call("GET", f"{lgos_url}/models/{m['id']}", token=lgos_key or None) for m in listed]
+
+
+def settings_fields(models: list[dict[str, Any]]) -> str:
+    """Python source of one optional UserValves field per distinct graph setting."""
+    fields: dict[str, dict[str, Any]] = {}
+    for model in models:
+        client_settings = (model.get("lgos") or {}).get("client_settings") or {}
+        properties = (client_settings.get("json_schema") or {}).get("properties") or {}
+        defaults = client_settings.get("defaults") or {}
+        for key, schema in properties.items():
+            if not key.isidentifier() or key == "run_in_background":
+                continue
+            field = fields.setdefault(key, {"schema": schema, "used_by": []})
+            field["used_by"].append(f"{model['id']} (default {defaults.get(key)!r})")
+    lines = []
+    for key, field in sorted(fields.items()):
+        schema = field["schema"]
+        py_type = JSON_TYPES.get(schema.get("type", "string"), "str")
+        description = schema.get("description") or schema.get("title") or key
+        if schema.get("enum"):
+            description += f"; one of {', '.join(map(str, schema['enum']))}"
+        description += f". Empty = the graph's default. Used by {', '.join(field['used_by'])}."
+        bounds = "".join(
+            f", {arg}={schema[name]!r}"
+            for name, arg in (("minimum", "ge"), ("maximum", "le"))
+            if name in schema and py_type in ("int", "float")
+        )
+        lines.append(
+            f"{key}: {py_type} | None = Field(default=None{bounds}, description={description!r})"
+        )
+    return "\n".join(lines)
+
+
+def render_pipe(models: list[dict[str, Any]]) -> str:
+    """The Pipe source with the settings block filled in for these models."""
+    source = PIPE_SOURCE.read_text()
+    fields = settings_fields(models)
+
+    def fill(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        body = "".join(f"{indent}{line}\n" for line in fields.splitlines())
+        return f"{indent}# lgos-settings: begin\n{body}{indent}# lgos-settings: end\n"
+
+    rendered, count = SETTINGS_BLOCK.subn(fill, source)
+    if count != 1:
+        raise SystemExit(f"{PIPE_SOURCE.name}: settings block markers not found")
+    return rendered
+
+
+def install_function(url: str, token: str, content: str, valves: dict[str, Any]) -> None:
+    form = {
+        "id": FUNCTION_ID,
+        "name": "LGOS graphs",
+        "content": content,
+        "meta": {"description": "LangGraph graphs served by LGOS (Responses API)"},
+    }
+    try:
+        existing = call("GET", f"{url}/api/v1/functions/id/{FUNCTION_ID}", token=token)
+    except ApiError:
+        existing = None
+    if existing is None:
+        call("POST", f"{url}/api/v1/functions/create", form, token)
+        existing = call("GET", f"{url}/api/v1/functions/id/{FUNCTION_ID}", token=token)
+    elif existing.get("content") != content:
+        call("POST", f"{url}/api/v1/functions/id/{FUNCTION_ID}/update", form, token)
+    # New functions start inactive; toggle flips the state, so only call it when needed.
+    if not existing.get("is_active"):
+        call("POST", f"{url}/api/v1/functions/id/{FUNCTION_ID}/toggle", token=token)
+    call("POST", f"{url}/api/v1/functions/id/{FUNCTION_ID}/valves/update", valves, token)
+
+
+def install_models(url: str, token: str, models: list[dict[str, Any]]) -> list[str]:
+    """One workspace model per graph, readable by every user; stale ones removed."""
+    installed = []
+    for model in models:
+        lgos = model.get("lgos") or {}
+        features = ", ".join(lgos.get("features") or []) or "chat"
+        description = lgos.get("description") or "LGOS graph without metadata (limited functionality)."
+        form = {
+            "id": f"{FUNCTION_ID}.{model['id']}",
+            "base_model_id": None,
+            "name": f"LGOS: {model['id']}",
+            "meta": {
+                "description": f"{description} [{features}]",
+                OWNER_MARK: True,
+                "capabilities": {"vision": False, "file_upload": False, "citations": True},
+            },
+            "params": {},
+            "access_grants": [{"principal_type": "user", "principal_id": "*", "permission": "read"}],
+            "is_active": True,
+        }
+        try:
+            call("GET", f"{url}/api/v1/models/model?id={form['id']}", token=token)
+            call("POST", f"{url}/api/v1/models/model/update", form, token)
+        except ApiError:
+            call("POST", f"{url}/api/v1/models/create", form, token)
+        installed.append(form["id"])
+    workspace = call("GET", f"{url}/api/v1/models/export", token=token) or []
+    for model in workspace:
+        if (model.get("meta") or {}).get(OWNER_MARK) and model["id"] not in installed:
+            call("POST", f"{url}/api/v1/models/model/delete", {"id": model["id"]}, token)
+    return installed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default="http://127.0.0.1:8080", help="Open WebUI base URL")
+    parser.add_argument(
+        "--lgos-url",
+        default="http://127.0.0.1:8000/v1",
+        help="LGOS (or LiteLLM gateway) base URL as Open WebUI reaches it",
+    )
+    parser.add_argument("--lgos-key", default="", help="API key for --lgos-url")
+    parser.add_argument(
+        "--catalog-url",
+        default=None,
+        help="where this command reads the models (default: --lgos-url); use the LGOS API when "
+        "the gateway does not pass the model details through",
+    )
+    parser.add_argument("--email", default="", help="admin email (empty with WEBUI_AUTH=false)")
+    parser.add_argument("--password", default="", help="admin password")
+    parser.add_argument("--wait", type=float, default=120, help="seconds to wait for Open WebUI")
+    parser.add_argument("--poll-interval", type=float, default=1.0, help="background poll interval")
+    args = parser.parse_args(argv)
+
+    url = args.url.rstrip("/")
+    lgos_url = args.lgos_url.rstrip("/")
+    wait_until_up(url, args.wait)
+    token = sign_in(url, args.email, args.password)
+    models = lgos_models((args.catalog_url or lgos_url).rstrip("/"), args.lgos_key)
+    install_function(
+        url,
+        token,
+        render_pipe(models),
+        {
+            "base_url": lgos_url,
+            "api_key": args.lgos_key,
+            "poll_interval_seconds": args.poll_interval,
+        },
+    )
+    installed = install_models(url, token, models)
+    print(f"openwebui: function {FUNCTION_ID!r} active; models: {', '.join(installed)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
