@@ -1,0 +1,1 @@
+"""Live suites: the demo stack over real HTTP, direct and through gateways."""

@@ -1,0 +1,291 @@
+"""Background Responses and background human review, as a client sees them.
+
+Written once, run against every target (see test_background_gateway.py,
+test_direct.py, test_bifrost.py). Ids are compared decoded, because LiteLLM
+re-encodes every Response id it hands out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+import openai
+import pytest
+from openai import OpenAI
+from openai.types.responses import Response, ResponseFunctionToolCall
+
+from .targets import Target
+
+BACKGROUND_MODEL = os.environ.get("DEMO_BACKGROUND_MODEL", "background-mock")
+REVIEW_MODEL = os.environ.get("DEMO_REVIEW_MODEL", "background-interrupt")
+FOREGROUND_MODEL = os.environ.get("DEMO_CHAT_MODEL", "simple-graph")
+INTERRUPT_TOOL = "lgos_interrupt"
+
+
+def settings(**values: Any) -> dict[str, str]:
+    """Per-request graph settings travel as a JSON string in metadata."""
+    return {"lgos_settings": json.dumps(values)}
+
+
+def unique_prompt(label: str) -> str:
+    # Unique per test so replays and answers can never match another test's run.
+    return f"{label} {uuid.uuid4().hex[:8]}"
+
+
+def review_calls(response: Response) -> list[ResponseFunctionToolCall]:
+    return [
+        item
+        for item in response.output
+        if item.type == "function_call" and item.name == INTERRUPT_TOOL
+    ]
+
+
+def expect_error(
+    target: Target,
+    exc: openai.APIStatusError,
+    status: int,
+    code: str | None = None,
+    param: str | None = None,
+) -> None:
+    """The status a client sees, plus LGOS's code/param where the target keeps them."""
+    assert exc.status_code == status, f"{exc.status_code}: {exc.message}"
+    if target.native_errors:
+        body = exc.body if isinstance(exc.body, dict) else {}
+        if code is not None:
+            assert body.get("code") == code, body
+        if param is not None:
+            assert body.get("param") == param, body
+    elif code is not None:
+        # Gateways rewrite the envelope's type/code but keep LGOS's message or code text.
+        assert code in str(exc.message) or code in str(exc.body), exc.message
+
+
+class BackgroundSuite:
+    """Subclasses provide the `target` fixture."""
+
+    @pytest.fixture
+    def target(self) -> Target:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def client(self, target: Target) -> OpenAI:
+        return target.client()
+
+    # ------------------------------------------------------------ lifecycle
+    def test_create_is_queued_and_a_new_client_polls_it_to_completion(
+        self, target: Target, client: OpenAI
+    ) -> None:
+        prompt = unique_prompt("Migration risks")
+        created = client.responses.create(
+            model=target.model(BACKGROUND_MODEL),
+            input=prompt,
+            background=True,
+            metadata=settings(delay_seconds=1),
+        )
+        assert created.status == "queued"
+        assert created.background is True
+        assert created.output == []
+
+        # A different client that shares nothing but the id, as after a page reload.
+        done = target.poll(target.client(), created.id)
+        assert done.status == "completed", done.error
+        assert target.raw_id(done.id) == target.raw_id(created.id)
+        assert done.output_text.startswith(f"Background report for: {prompt}")
+
+    def test_cancel_stops_a_running_response(self, target: Target, client: OpenAI) -> None:
+        created = client.responses.create(
+            model=target.model(BACKGROUND_MODEL),
+            input=unique_prompt("Long report"),
+            background=True,
+            metadata=settings(delay_seconds=300),
+        )
+        cancelled = client.responses.cancel(created.id, **target.lifecycle())
+        # LiteLLM answers cancel with the raw LGOS id, hence the decoded comparison.
+        assert target.raw_id(cancelled.id) == target.raw_id(created.id)
+        final = target.poll(target.client(), created.id)
+        assert final.status == "cancelled"
+        assert final.output_text == ""
+
+    def test_cancel_of_a_finished_response_returns_it_unchanged(
+        self, target: Target, client: OpenAI
+    ) -> None:
+        prompt = unique_prompt("Short report")
+        created = client.responses.create(
+            model=target.model(BACKGROUND_MODEL),
+            input=prompt,
+            background=True,
+            metadata=settings(delay_seconds=0),
+        )
+        done = target.poll(client, created.id)
+        assert done.status == "completed"
+        after = client.responses.cancel(created.id, **target.lifecycle())
+        assert after.status == "completed"
+        assert after.output_text == done.output_text
+        assert target.poll(client, created.id).status == "completed"
+
+    # ---------------------------------------------------------- idempotency
+    def test_a_replayed_create_with_the_same_key_returns_the_same_response(
+        self, target: Target
+    ) -> None:
+        for style, carry in target.idempotency_styles.items():
+            prompt = unique_prompt(f"Idempotent {style}")
+            key = str(uuid.uuid4())
+            request: dict[str, Any] = {
+                "model": target.model(BACKGROUND_MODEL),
+                "input": prompt,
+                "background": True,
+                "metadata": settings(delay_seconds=1),
+            }
+            first = target.client().responses.create(**request, **carry(key))
+            # The retry comes from another client, as after a timeout and reconnect.
+            replay = target.client().responses.create(**request, **carry(key))
+            assert target.raw_id(replay.id) == target.raw_id(first.id), style
+
+            other = target.client().responses.create(**request, **carry(str(uuid.uuid4())))
+            assert target.raw_id(other.id) != target.raw_id(first.id), style
+
+            done = target.poll(target.client(), replay.id)
+            assert done.status == "completed", style
+            assert done.output_text.startswith(f"Background report for: {prompt}"), style
+
+    def test_a_reused_key_with_a_different_request_is_rejected(self, target: Target) -> None:
+        carry = next(iter(target.idempotency_styles.values()))
+        key = str(uuid.uuid4())
+        base: dict[str, Any] = {
+            "model": target.model(BACKGROUND_MODEL),
+            "background": True,
+            "metadata": settings(delay_seconds=0),
+        }
+        target.client().responses.create(input=unique_prompt("first"), **base, **carry(key))
+        with pytest.raises(openai.APIStatusError) as caught:
+            target.client().responses.create(input=unique_prompt("second"), **base, **carry(key))
+        expect_error(target, caught.value, 422, code="idempotency_key_reused")
+
+    # ----------------------------------------------------- what is rejected
+    def test_background_streaming_is_rejected(self, target: Target, client: OpenAI) -> None:
+        def create_and_read() -> None:
+            stream = client.responses.create(
+                model=target.model(BACKGROUND_MODEL),
+                input="stream it",
+                background=True,
+                stream=True,
+            )
+            # A gateway may open the stream before it sees the upstream error.
+            for _ in stream:
+                pass
+
+        with pytest.raises(openai.APIStatusError) as caught:
+            create_and_read()
+        expect_error(target, caught.value, 400, param="stream")
+
+    def test_background_on_a_model_without_background_support_is_rejected(
+        self, target: Target, client: OpenAI
+    ) -> None:
+        with pytest.raises(openai.APIStatusError) as caught:
+            client.responses.create(
+                model=target.model(FOREGROUND_MODEL), input="hello", background=True
+            )
+        expect_error(target, caught.value, 400, param="background")
+
+    def test_an_out_of_range_setting_is_rejected(self, target: Target, client: OpenAI) -> None:
+        with pytest.raises(openai.APIStatusError) as caught:
+            client.responses.create(
+                model=target.model(BACKGROUND_MODEL),
+                input="too slow",
+                background=True,
+                metadata=settings(delay_seconds=301),
+            )
+        expect_error(target, caught.value, 400, param="metadata.lgos_settings")
+
+    # --------------------------------------------- background human review
+    def start_review(self, target: Target, client: OpenAI, prompt: str) -> Response:
+        """First background Response (R1): prepares the report and completes with a review call."""
+        created = client.responses.create(
+            model=target.model(REVIEW_MODEL),
+            input=prompt,
+            background=True,
+            metadata=settings(delay_seconds=0),
+        )
+        assert created.status == "queued"
+        paused = target.poll(target.client(), created.id)
+        assert paused.status == "completed", paused.error
+        calls = review_calls(paused)
+        assert len(calls) == 1, paused.output
+        question = json.loads(calls[0].arguments)
+        assert question["choices"] == ["approve", "reject"]
+        assert question["question"]
+        assert question["report"]
+        return paused
+
+    def answer(
+        self, target: Target, client: OpenAI, paused: Response, answer: str, background: bool
+    ) -> Response:
+        return client.responses.create(
+            model=target.model(REVIEW_MODEL),
+            previous_response_id=paused.id,
+            input=[
+                {"type": "function_call_output", "call_id": call.call_id, "output": answer}
+                for call in review_calls(paused)
+            ],
+            background=background,
+            metadata=settings(delay_seconds=0),
+        )
+
+    def test_background_review_approved_in_a_second_background_response(
+        self, target: Target, client: OpenAI
+    ) -> None:
+        prompt = unique_prompt("Quarterly risks")
+        paused = self.start_review(target, client, prompt)
+
+        resumed = self.answer(target, client, paused, "approve", background=True)
+        assert resumed.status == "queued"
+        assert target.raw_id(resumed.id) != target.raw_id(paused.id)
+
+        final = target.poll(target.client(), resumed.id)
+        assert final.status == "completed", final.error
+        assert final.output_text.startswith(f"Background report for: {prompt}")
+        assert review_calls(final) == []
+        assert final.previous_response_id is not None
+        assert target.raw_id(final.previous_response_id) == target.raw_id(paused.id)
+
+        # R1 keeps its review call: there is no paused status to leave.
+        again = client.responses.retrieve(paused.id, **target.lifecycle())
+        assert [c.call_id for c in review_calls(again)] == [c.call_id for c in review_calls(paused)]
+
+    def test_background_review_rejected_in_a_second_background_response(
+        self, target: Target, client: OpenAI
+    ) -> None:
+        prompt = unique_prompt("Vendor audit")
+        paused = self.start_review(target, client, prompt)
+        resumed = self.answer(target, client, paused, "reject", background=True)
+        final = target.poll(target.client(), resumed.id)
+        assert final.status == "completed", final.error
+        assert "rejected" in final.output_text.lower()
+        assert not final.output_text.startswith("Background report for:")
+
+    def test_a_second_answer_to_the_same_review_conflicts(
+        self, target: Target, client: OpenAI
+    ) -> None:
+        paused = self.start_review(target, client, unique_prompt("Budget review"))
+        first = self.answer(target, client, paused, "approve", background=True)
+        assert target.poll(target.client(), first.id).status == "completed"
+
+        # Answered already: a foreground answer is refused at once...
+        with pytest.raises(openai.APIStatusError) as caught:
+            self.answer(target, client, paused, "reject", background=False)
+        expect_error(target, caught.value, 409, code="interrupt_state_conflict")
+
+        # ...and a background one is refused too: at once (409) if the API already
+        # knows, otherwise its run fails when it checks the checkpoint.
+        try:
+            late = self.answer(target, client, paused, "reject", background=True)
+        except openai.APIStatusError as exc:
+            expect_error(target, exc, 409, code="interrupt_state_conflict")
+        else:
+            outcome = target.poll(target.client(), late.id)
+            assert outcome.status == "failed"
+            assert outcome.error is not None
+            assert "rejected" not in outcome.output_text.lower()
