@@ -1,0 +1,213 @@
+"""Run the benchmarks: `python -m benchmarks [--quick | --smoke]`.
+
+Starts every target (bare, lgos, reference) as its own Uvicorn process pinned to one core, drives
+them from this process pinned to the other core, interleaving the targets batch by batch for
+several passes, and writes a markdown report and a plot.
+"""
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks import load, report, targets
+from benchmarks.load import Scenario
+
+SCENARIOS = (
+    Scenario("chat c1", "chat", "echo", stream=False, concurrency=1),
+    Scenario("chat c32", "chat", "echo", stream=False, concurrency=32),
+    Scenario("responses c1", "responses", "echo", stream=False, concurrency=1),
+    Scenario("responses c32", "responses", "echo", stream=False, concurrency=32),
+    Scenario("chat stream", "chat", "stream-long", stream=True, concurrency=1),
+    Scenario("responses stream", "responses", "stream-long", stream=True, concurrency=1),
+    Scenario("sleep c100", "chat", "sleep", stream=False, concurrency=100),
+)
+
+
+@dataclass(frozen=True)
+class Counts:
+    passes: int
+    c1: int  # non-streaming requests per batch at concurrency 1
+    c32: int  # ... at concurrency 32
+    streams: int  # 1000-chunk streams per batch
+    sleep: int  # requests per `sleep` batch at concurrency 100
+    rss_early: int  # RSS is read after this many requests ...
+    rss_late: int  # ... and after this many
+    warmup: int
+
+    def requests(self, scenario: Scenario) -> int:
+        if scenario.stream:
+            return self.streams
+        if scenario.model == "sleep":
+            return self.sleep
+        return self.c1 if scenario.concurrency == 1 else self.c32
+
+
+MODES = {
+    "full": Counts(
+        passes=5,
+        c1=400,
+        c32=1500,
+        streams=20,
+        sleep=2000,
+        rss_early=1000,
+        rss_late=25000,
+        warmup=200,
+    ),
+    "quick": Counts(
+        passes=3, c1=100, c32=400, streams=5, sleep=400, rss_early=1000, rss_late=3000, warmup=50
+    ),
+    "smoke": Counts(
+        passes=1, c1=5, c32=40, streams=1, sleep=100, rss_early=100, rss_late=200, warmup=5
+    ),
+}
+SETTLE = 0.05  # seconds after a batch before reading the server's CPU time
+
+
+def _metrics(scenario: Scenario, batch: load.Batch, cpu: float) -> dict[str, float]:
+    per_request = cpu / batch.requests * 1000
+    if scenario.stream:
+        return {
+            "cpu_ms": per_request,
+            "first_delta_ms": statistics.median(batch.first_delta) * 1000,
+            "chunks_s": statistics.median(
+                n / t for n, t in zip(batch.deltas, batch.durations, strict=True)
+            ),
+            "bytes_per_chunk": statistics.median(
+                b / n for b, n in zip(batch.body_bytes, batch.deltas, strict=True)
+            ),
+        }
+    latencies = sorted(batch.latencies)
+    return {
+        "cpu_ms": per_request,
+        "rps": batch.requests / batch.wall,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+    }
+
+
+async def _measured(
+    target: targets.Target, session: Any, scenario: Scenario, requests: int
+) -> tuple[load.Batch, float]:
+    before = target.cpu_seconds()
+    batch = await load.run_batch(session, target.url, scenario, requests)
+    await asyncio.sleep(SETTLE)
+    return batch, target.cpu_seconds() - before
+
+
+async def _memory(target: targets.Target, session: Any, counts: Counts) -> dict[str, float]:
+    """RSS idle, after `rss_early` and after `rss_late` non-streaming echo requests."""
+    rss = {"idle": target.rss_mib()}
+    chat, responses = SCENARIOS[1], SCENARIOS[3]
+    sent = 0
+    for label, goal in (("early", counts.rss_early), ("late", counts.rss_late)):
+        while sent < goal:
+            step = min(500, goal - sent)
+            scenario = chat if (sent // 500) % 2 == 0 else responses
+            await load.run_batch(session, target.url, scenario, step)
+            sent += step
+        await asyncio.sleep(0.5)
+        rss[label] = target.rss_mib()
+    return rss
+
+
+async def _run(servers: list[targets.Target], counts: Counts) -> report.Results:
+    results = report.Results(counts.rss_early, counts.rss_late, counts.passes)
+    sessions = {server.name: load.session(limit=128) for server in servers}
+    try:
+        for server in servers:
+            print(f"memory + warm-up: {server.name}", flush=True)
+            results.rss[server.name] = await _memory(server, sessions[server.name], counts)
+            for scenario in SCENARIOS:
+                warmup = min(counts.warmup, 2) if scenario.stream else counts.warmup
+                await load.run_batch(sessions[server.name], server.url, scenario, warmup)
+        for number in range(1, counts.passes + 1):
+            for scenario in SCENARIOS:
+                for server in servers:
+                    requests = counts.requests(scenario)
+                    batch, cpu = await _measured(server, sessions[server.name], scenario, requests)
+                    results.add(scenario.name, server.name, _metrics(scenario, batch, cpu))
+                    if scenario.name == "responses stream":
+                        results.sample_deltas.setdefault(server.name, batch.sample_delta)
+                print(results.pass_line(number, scenario.name), flush=True)
+    finally:
+        for session in sessions.values():
+            await session.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="fewer requests; under two minutes")
+    size.add_argument("--smoke", action="store_true", help="tiny counts: proves it runs (CI)")
+    parser.add_argument(
+        "--targets",
+        default="bare,lgos,reference",
+        help="comma-separated, in interleaving order (default: bare,lgos,reference)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="where the report and plot go (default: docs/ for a full run, "
+        "benchmarks/.results/ for --quick and --smoke)",
+    )
+    args = parser.parse_args(argv)
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    counts = MODES[mode]
+    out = args.out or (
+        targets.REPO / "docs" if mode == "full" else targets.REPO / "benchmarks" / ".results"
+    )
+
+    names = [name.strip() for name in args.targets.split(",") if name.strip()]
+    unknown = set(names) - {"bare", "lgos", "reference"}
+    if unknown:
+        parser.error(f"unknown targets: {', '.join(sorted(unknown))}")
+    if "lgos" in names and not targets.lgos_available():
+        print("lgos is not importable here; skipping the lgos target", file=sys.stderr)
+        names.remove("lgos")
+    if names[0] != "bare":
+        parser.error("the first target must be bare: every ratio is against it")
+    server_core, client_core = targets.cores()
+    argvs = targets.commands(names)
+    servers = [targets.Target(name, argvs[name], server_core) for name in names]
+
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="lgos-bench-") as logs:
+        try:
+            for server in servers:
+                server.start(Path(logs))
+            for server in servers:
+                server.wait_ready()
+            if client_core is not None:
+                os.sched_setaffinity(0, {client_core})
+            time.sleep(2)  # let the servers finish starting before reading idle memory
+            results = asyncio.run(_run(servers, counts))
+        except BaseException:
+            for server in servers:
+                if server.log is not None and server.log.exists():
+                    tail = server.log.read_text(errors="replace")[-2000:]
+                    print(f"--- {server.name} log ---\n{tail}", file=sys.stderr)
+            raise
+        finally:
+            for server in servers:
+                server.stop()
+
+    meta = report.machine(mode, server_core, client_core, names, time.time() - started)
+    text = report.markdown(results, meta)
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "benchmarks.md").write_text(text)
+    report.plot(results, out / "img" / "benchmarks.png")
+    print(f"wrote {out / 'benchmarks.md'} and {out / 'img' / 'benchmarks.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Profile one target under load with py-spy and print where its CPU time goes.
+
+    uv run --with py-spy --with psutil --with aiohttp python -m benchmarks.profile \\
+        --target lgos --scenario "chat c32" --seconds 20
+
+Prints the top functions by own time and by inclusive time, each as milliseconds per request
+(or per 1000-chunk stream), own time by package, and the inclusive time of the target's own
+functions. The raw py-spy stacks are kept for a
+flame graph (for example with speedscope or inferno).
+"""
+
+import argparse
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from benchmarks import load, targets
+from benchmarks.__main__ import SCENARIOS
+
+RATE = 100  # samples per second
+# Leaf frames of threads that wait rather than run: py-spy cannot always tell them apart.
+IDLE = {
+    "stdlib/threading.py:Condition.wait",
+    "stdlib/concurrent/futures/thread.py:_worker",
+    "stdlib/selectors.py:EpollSelector.select",
+    "stdlib/queue.py:Queue.get",
+}
+
+
+def _short(frame: str) -> str:
+    """`function (path/to/file.py)` -> `package/file.py:function`, without machine paths."""
+    function, _, location = frame.rpartition(" (")
+    location = location.rstrip(")")
+    for marker in ("site-packages/", str(targets.REPO) + "/", "lib/python3."):
+        if marker in location:
+            location = location.split(marker, 1)[1]
+            if marker == "lib/python3.":
+                location = "stdlib/" + location.split("/", 1)[-1]
+            break
+    return f"{location}:{function}"
+
+
+def _package(frame: str) -> str:
+    location = _short(frame).split(":", 1)[0]
+    return location.split("/", 1)[0] if "/" in location else location
+
+
+def summarize(raw: Path, units: int, unit: str, top: int, focus: str) -> str:
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    packages: Counter[str] = Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        frames = [f for f in stack.split(";") if " (" in f]
+        if not frames or _short(frames[-1]) in IDLE:
+            continue
+        total += count
+        own[_short(frames[-1])] += count
+        packages[_package(frames[-1])] += count
+        for frame in {_short(f) for f in frames}:
+            inclusive[frame] += count
+
+    def per_unit(samples: int) -> str:
+        return f"{samples / RATE / units * 1000:8.3f} ms"
+
+    lines = [
+        f"{total} samples at {RATE}/s = {total / RATE:.2f} s of CPU over {units} {unit}s "
+        f"= {total / RATE / units * 1000:.3f} ms per {unit}",
+        "",
+        f"own time by package (per {unit}):",
+    ]
+    lines += [f"  {per_unit(n)}  {n / total:6.1%}  {name}" for name, n in packages.most_common(top)]
+    lines += ["", f"top functions by own time (per {unit}):"]
+    lines += [f"  {per_unit(n)}  {n / total:6.1%}  {name}" for name, n in own.most_common(top)]
+    lines += ["", f"{focus} functions by inclusive time (per {unit}):"]
+    mine = Counter({name: n for name, n in inclusive.items() if name.startswith(focus)})
+    lines += [f"  {per_unit(n)}  {n / total:6.1%}  {name}" for name, n in mine.most_common(top)]
+    return "\n".join(lines)
+
+
+async def _drive(target: targets.Target, scenario: load.Scenario, seconds: float) -> int:
+    async with load.session(limit=128) as session:
+        await load.run_batch(session, target.url, scenario, 20 if not scenario.stream else 2)
+        sent = 0
+        deadline = time.monotonic() + seconds
+        batch = 5 if scenario.stream else 200
+        while time.monotonic() < deadline:
+            await load.run_batch(session, target.url, scenario, batch)
+            sent += batch
+        return sent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile", description=__doc__)
+    parser.add_argument("--target", default="lgos", choices=("bare", "lgos", "reference"))
+    parser.add_argument("--scenario", default="chat c32", choices=[s.name for s in SCENARIOS])
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
+    args = parser.parse_args(argv)
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    scenario = next(s for s in SCENARIOS if s.name == args.scenario)
+    server_core, client_core = targets.cores()
+    target = targets.Target(args.target, targets.commands([args.target])[args.target], server_core)
+    with tempfile.TemporaryDirectory(prefix="lgos-profile-") as scratch:
+        raw = args.raw or Path(scratch) / "stacks.txt"
+        target.start(Path(scratch))
+        try:
+            target.wait_ready()
+            if client_core is not None:
+                os.sched_setaffinity(0, {client_core})
+            time.sleep(1)
+            assert target.process is not None
+            record = ["record", "--pid", str(target.process.pid), "--rate", str(RATE)]
+            options = ["--nonblocking", "--format", "raw", "--nolineno", "--output", str(raw)]
+            duration = ["--duration", str(int(args.seconds) + 2)]
+            recorder = subprocess.Popen(
+                [spy, *record, *options, *duration], stdout=subprocess.DEVNULL
+            )
+            time.sleep(1)
+            units = asyncio.run(_drive(target, scenario, args.seconds))
+            recorder.wait()
+        finally:
+            target.stop()
+        unit = "stream" if scenario.stream else "request"
+        print(f"{args.target} / {scenario.name}:")
+        focus = {"bare": "benchmarks/", "lgos": "lgos/", "reference": "langgraph_openai_serve/"}
+        print(summarize(raw, units, unit, args.top, focus[args.target]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

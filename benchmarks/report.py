@@ -1,0 +1,335 @@
+"""Turn the measurements into medians, paired ratios, a markdown report and a plot."""
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import statistics
+import subprocess
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks import load, targets
+
+NON_STREAM_METRICS = (
+    ("cpu_ms", "server CPU / request (ms)"),
+    ("rps", "requests/s"),
+    ("p50_ms", "p50 latency (ms)"),
+    ("p99_ms", "p99 latency (ms)"),
+)
+STREAM_METRICS = (
+    ("cpu_ms", "server CPU / 1000-chunk stream (ms)"),
+    ("first_delta_ms", "time to first text delta (ms)"),
+    ("chunks_s", "text chunks/s (one stream)"),
+    ("bytes_per_chunk", "body bytes / text chunk"),
+)
+
+
+@dataclass
+class Results:
+    """Per-pass metrics of every scenario and target, and the memory readings."""
+
+    rss_early: int
+    rss_late: int
+    passes: int
+    runs: dict[str, dict[str, list[dict[str, float]]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    rss: dict[str, dict[str, float]] = field(default_factory=dict)
+    sample_deltas: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+
+    def add(self, scenario: str, target: str, metrics: dict[str, float]) -> None:
+        self.runs[scenario][target].append(metrics)
+
+    def targets(self) -> list[str]:
+        return list(self.rss)
+
+    def median(self, scenario: str, target: str, key: str) -> float | None:
+        values = [run[key] for run in self.runs[scenario].get(target, [])]
+        return statistics.median(values) if values else None
+
+    def pass_ratios(self, scenario: str, target: str, key: str) -> list[float]:
+        """target / bare for each pass: both were measured back to back in that pass."""
+        pairs = zip(self.runs[scenario].get(target, []), self.runs[scenario]["bare"], strict=False)
+        return [mine[key] / bare[key] for mine, bare in pairs if bare[key]]
+
+    def ratio(self, scenario: str, target: str, key: str) -> float | None:
+        ratios = self.pass_ratios(scenario, target, key)
+        return statistics.median(ratios) if ratios else None
+
+    def pass_line(self, number: int, scenario: str) -> str:
+        parts = []
+        for target, runs in self.runs[scenario].items():
+            cpu = runs[number - 1]["cpu_ms"]
+            ratio = (
+                ""
+                if target == "bare"
+                else f" ({cpu / self.runs[scenario]['bare'][number - 1]['cpu_ms']:.2f}x)"
+            )
+            parts.append(f"{target} {cpu:.3f} ms{ratio}")
+        return f"pass {number}/{self.passes}  {scenario:<17} server CPU: " + " | ".join(parts)
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}" if value >= 1 else f"{value:.3f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def _version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine(
+    mode: str, server_core: int | None, client_core: int | None, names: list[str], seconds: float
+) -> dict[str, str]:
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=targets.REPO
+    ).stdout.strip()
+    pinning = (
+        f"servers on core {server_core}, client on core {client_core}"
+        if server_core is not None
+        else "not pinned (one core available)"
+    )
+    packages = ("lgos", "langgraph", "langchain-core", "fastapi", "uvicorn", "aiohttp")
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "mode": mode,
+        "machine": f"{_cpu_model()}, {os.cpu_count()} logical CPUs, Linux {platform.release()}",
+        "python": platform.python_version(),
+        "pinning": pinning,
+        "commit": commit or "uncommitted",
+        "versions": ", ".join(f"{name} {_version(name)}" for name in packages),
+        "reference": targets.reference_versions() if "reference" in names else "not run",
+        "duration": f"{seconds:.0f} s",
+    }
+
+
+@dataclass(frozen=True)
+class Check:
+    """One target of issue 8: a value per target, and whether lgos meets it."""
+
+    label: str
+    value: Callable[[Results, str], float | None]
+    show: Callable[[float | None], str]
+    passes: Callable[[float, Results], bool]
+
+
+def _cpu_check(scenario: str, limit: float) -> Check:
+    return Check(
+        f"{scenario}: server CPU ≤ {limit}× bare",
+        lambda r, t: r.ratio(scenario, t, "cpu_ms"),
+        _ratio,
+        lambda v, r: v <= limit,
+    )
+
+
+def _rss_growth(results: Results, target: str) -> float | None:
+    rss = results.rss.get(target)
+    return None if rss is None else rss["late"] - rss["early"]
+
+
+def _bytes_check(results: Results, target: str) -> float | None:
+    return results.median("responses stream", target, "bytes_per_chunk")
+
+
+def _fields(results: Results, target: str) -> float | None:
+    if target not in results.sample_deltas:
+        return None
+    return float(load.responses_delta_fields_ok(results.sample_deltas[target]))
+
+
+CHECKS = (
+    *(_cpu_check(s, 1.3) for s in ("chat c1", "chat c32", "responses c1", "responses c32")),
+    *(_cpu_check(s, 1.5) for s in ("chat stream", "responses stream")),
+    *(
+        Check(
+            f"{scenario}: chunks/s ≥ 0.7× bare",
+            lambda r, t, s=scenario: r.ratio(s, t, "chunks_s"),
+            _ratio,
+            lambda v, r: v >= 0.7,
+        )
+        for scenario in ("chat stream", "responses stream")
+    ),
+    Check(
+        "responses stream: bytes / text delta ≤ reference's",
+        _bytes_check,
+        lambda v: "–" if v is None else f"{v:.0f} B",
+        lambda v, r: v <= (_bytes_check(r, "reference") or float("inf")),
+    ),
+    Check(
+        "responses text delta has every field the OpenAI SDK requires",
+        _fields,
+        lambda v: "–" if v is None else ("yes" if v else "no"),
+        lambda v, r: bool(v),
+    ),
+    Check(
+        "RSS growth between the two readings ≤ 10 MiB",
+        _rss_growth,
+        lambda v: "–" if v is None else f"{v:+.1f} MiB",
+        lambda v, r: v <= 10,
+    ),
+)
+
+
+def markdown(results: Results, meta: dict[str, str]) -> str:
+    names = results.targets()
+    others = [name for name in names if name != "bare"]
+    lines = [
+        "# Benchmarks",
+        "",
+        f"LGOS against a bare FastAPI app running the same graphs (the floor) and against "
+        f"`langgraph-openai-serve` {targets.REFERENCE_VERSION} (the reference), measured side "
+        f"by side in one run. Regenerate with `just bench` (full) or `just bench --quick`.",
+        "",
+        f"- Date: {meta['date']} ({meta['mode']} run, {results.passes} passes, {meta['duration']})",
+        f"- Machine: {meta['machine']}; {meta['pinning']}",
+        f"- Python {meta['python']}; commit {meta['commit']}",
+        f"- Project environment: {meta['versions']}",
+        f"- Reference environment: {meta['reference']}",
+        "",
+        "Values are medians over the passes. `×` is the median over passes of the ratio to bare "
+        "measured in the same pass (paired), so slow drifts of the machine cancel out. Server CPU "
+        "is the server process's own user + system time (kernel accounting) across a batch, "
+        "divided by its requests: the stable figure on a noisy machine. Latency and throughput "
+        "move with the machine's load; read them as a second opinion.",
+        "",
+        "## Targets from issue 8",
+        "",
+        "| target | " + " | ".join(others) + " | lgos meets it |",
+        "| --- | " + " | ".join("---:" for _ in others) + " | :---: |",
+    ]
+    for check in CHECKS:
+        cells = [check.show(check.value(results, name)) for name in others]
+        mine = check.value(results, "lgos") if "lgos" in names else None
+        verdict = "–" if mine is None else ("pass" if check.passes(mine, results) else "**fail**")
+        lines.append(f"| {check.label} | " + " | ".join(cells) + f" | {verdict} |")
+    header = "| scenario | metric | bare | " + " | ".join(f"{n} | ×" for n in others) + " |"
+    lines += [
+        "",
+        "## All measurements",
+        "",
+        "Non-streaming scenarios use the `echo` graph (`sleep c100`: the `sleep` graph, Chat); "
+        "streams use `stream-long` (1000 text chunks) one at a time. Body bytes count the SSE "
+        "body as received, without HTTP headers and chunked framing.",
+        "",
+        header,
+        "| --- | --- | ---: | " + " | ".join("---: | ---:" for _ in others) + " |",
+    ]
+    for scenario, runs in results.runs.items():
+        metrics = STREAM_METRICS if "stream" in scenario else NON_STREAM_METRICS
+        for key, label in metrics:
+            cells = [_fmt(results.median(scenario, "bare", key))]
+            for name in others:
+                if name not in runs:
+                    cells += ["–", "–"]
+                    continue
+                cells += [_fmt(results.median(scenario, name, key))]
+                cells += [_ratio(results.ratio(scenario, name, key))]
+            lines.append(f"| {scenario} | {label} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Memory",
+        "",
+        f"RSS of each server: idle after start-up, after {results.rss_early:,} and after "
+        f"{results.rss_late:,} non-streaming requests (Chat and Responses, concurrency 32).",
+        "",
+        f"| target | idle (MiB) | after {results.rss_early:,} | after {results.rss_late:,} "
+        "| growth |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, rss in results.rss.items():
+        growth = rss["late"] - rss["early"]
+        lines.append(
+            f"| {name} | {rss['idle']:.1f} | {rss['early']:.1f} | {rss['late']:.1f} "
+            f"| {growth:+.1f} |"
+        )
+    lines += [
+        "",
+        "## Server CPU ratio to bare, pass by pass",
+        "",
+        "| scenario | target | "
+        + " | ".join(f"pass {i + 1}" for i in range(results.passes))
+        + " |",
+        "| --- | --- | " + " | ".join("---:" for _ in range(results.passes)) + " |",
+    ]
+    for scenario in results.runs:
+        for name in others:
+            ratios = results.pass_ratios(scenario, name, "cpu_ms")
+            lines.append(
+                f"| {scenario} | {name} | " + " | ".join(f"{r:.2f}" for r in ratios) + " |"
+            )
+    lines += ["", "![Benchmark ratios](img/benchmarks.png)", ""]
+    return "\n".join(lines)
+
+
+def plot(results: Results, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    others = [name for name in results.targets() if name != "bare"]
+    rows = [
+        (f"{scenario}: server CPU", scenario, "cpu_ms")
+        for scenario in results.runs
+        if scenario != "sleep c100"
+    ]
+    rows += [(f"{s}: chunks/s", s, "chunks_s") for s in ("chat stream", "responses stream")]
+    rows += [("sleep c100: requests/s", "sleep c100", "rps")]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), width_ratios=(3, 2))
+    height = 0.8 / max(1, len(others))
+    for index, name in enumerate(others):
+        values = [results.ratio(scenario, name, key) or 0 for _, scenario, key in rows]
+        positions = [row + index * height for row in range(len(rows))]
+        left.barh(positions, values, height=height, label=name)
+        for position, value in zip(positions, values, strict=True):
+            left.text(value, position, f" {value:.2f}", va="center", fontsize=7)
+    left.axvline(1.0, color="black", linewidth=0.8)
+    left.set_yticks([row + height * (len(others) - 1) / 2 for row in range(len(rows))])
+    left.set_yticklabels([label for label, _, _ in rows], fontsize=8)
+    left.invert_yaxis()
+    left.set_xlabel("ratio to bare (median of per-pass ratios; 1 = bare)")
+    left.legend()
+    left.set_title("Against the bare floor")
+
+    scenarios = [s for s in results.runs if s != "sleep c100"]
+    names = results.targets()
+    width = 0.8 / len(names)
+    for index, name in enumerate(names):
+        values = [(results.median(s, name, "cpu_ms") or 0) for s in scenarios]
+        right.bar([i + index * width for i in range(len(scenarios))], values, width, label=name)
+    right.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(scenarios))])
+    right.set_xticklabels(scenarios, rotation=30, ha="right", fontsize=8)
+    right.set_yscale("log")
+    right.set_ylabel("server CPU per request or stream (ms, log)")
+    right.legend()
+    right.set_title("Server CPU time")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
