@@ -1,0 +1,484 @@
+"""Chainlit chat for LGOS graphs, speaking only the OpenAI Responses API.
+
+The app knows nothing of LGOS internals: it reads the model catalog (`/v1/models`), renders
+the settings each model advertises, and drives streaming, background runs, human review and
+cancellation with the plain `openai` SDK. Point it at the LGOS API or at a gateway in front of
+it with `LGOS_BASE_URL` (or `OPENAI_BASE_URL`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import chainlit as cl
+from chainlit.data import get_data_layer
+from chainlit.input_widget import InputWidget, Select, Slider, Switch, TextInput
+from openai import APIError, APIStatusError, AsyncOpenAI
+
+import lgos_ui as ui
+
+BASE_URL = (
+    os.environ.get("LGOS_BASE_URL")
+    or os.environ.get("OPENAI_BASE_URL")
+    or "http://127.0.0.1:8000/v1"
+)
+# LGOS itself needs no key; a gateway may. The SDK refuses an empty key, hence the filler.
+API_KEY = os.environ.get("LGOS_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
+DEMO_USER = os.environ.get("LGOS_CHAINLIT_USER", "demo")
+DEMO_PASSWORD = os.environ.get("LGOS_CHAINLIT_PASSWORD", "demo")
+POLL_SECONDS = float(os.environ.get("LGOS_CHAINLIT_POLL_SECONDS", "1"))
+
+client = AsyncOpenAI(base_url=BASE_URL, api_key=API_KEY)
+
+# Session keys. HISTORY and PENDING are JSON and also written to the thread's metadata in
+# PostgreSQL, so a reload or a restarted Chainlit finds them again (see `persist`).
+HISTORY = "lgos_history"
+PENDING = "lgos_pending_review"
+ACTIVE = "lgos_active_run"  # in memory only: the Response that Stop should cancel
+SPECS = "lgos_setting_specs"
+MODEL = "lgos_model"
+REVIEW_ACTION = "lgos_review"
+
+
+# ---------------------------------------------------------------- login and catalog
+
+
+@cl.password_auth_callback
+def login(username: str, password: str) -> cl.User | None:
+    """The demo's mock login: one fixed user, so threads persist per user."""
+    if username == DEMO_USER and password == DEMO_PASSWORD:
+        return cl.User(identifier=username, metadata={"provider": "mock"})
+    return None
+
+
+async def catalog() -> list[ui.ModelInfo]:
+    page = await client.models.list()
+    return [ui.parse_model(m.model_dump()) for m in page.data]
+
+
+@cl.set_chat_profiles
+async def chat_profiles(user: cl.User | None) -> list[cl.ChatProfile]:
+    """One chat profile per model of the catalog, read fresh on every page load."""
+    try:
+        models = await catalog()
+    except APIError as exc:
+        cl.logger.error("cannot read the model catalog at %s: %s", BASE_URL, exc)
+        return []
+    return [
+        cl.ChatProfile(name=m.id, markdown_description=ui.profile_description(m)) for m in models
+    ]
+
+
+async def current_model() -> tuple[ui.ModelInfo, dict[str, Any] | None]:
+    """The selected profile's catalog entry, with its settings (detail endpoint)."""
+    model_id = cl.user_session.get("chat_profile")
+    if not model_id:
+        models = await catalog()
+        if not models:
+            raise RuntimeError(f"The model catalog at {BASE_URL} is empty.")
+        model_id = models[0].id
+    detail = (await client.models.retrieve(model_id)).model_dump()
+    return ui.parse_model(detail), (detail.get("lgos") or {}).get("client_settings")
+
+
+# ---------------------------------------------------------------- settings
+
+
+def widget(spec: ui.SettingSpec, value: Any) -> InputWidget:
+    common = {"id": spec.key, "label": spec.label, "description": spec.description}
+    if spec.kind == "switch":
+        return Switch(initial=bool(value), **common)
+    if spec.kind == "select":
+        return Select(values=spec.choices, initial_value=str(value), **common)
+    if spec.kind == "slider":
+        return Slider(initial=value, min=spec.minimum, max=spec.maximum, step=1, **common)
+    return TextInput(initial=str(value or ""), **common)
+
+
+async def setup_chat(restored: dict[str, Any] | None = None) -> None:
+    """Render the settings panel for the selected model (fresh chat or resumed thread)."""
+    model, client_settings = await current_model()
+    specs = ui.setting_specs(client_settings) if model.has_lgos else []
+    cl.user_session.set(MODEL, model)
+    cl.user_session.set(SPECS, specs)
+    restored = restored or {}
+    widgets: list[InputWidget] = [
+        Switch(
+            id=ui.STREAM_SWITCH,
+            label="Stream response",
+            initial=bool(restored.get(ui.STREAM_SWITCH, True)),
+        )
+    ]
+    if model.supports_background:
+        # Off by default: choosing a background model alone never starts background work.
+        widgets.append(
+            Switch(
+                id=ui.BACKGROUND_SWITCH,
+                label="Run in background",
+                initial=bool(restored.get(ui.BACKGROUND_SWITCH, False)),
+                description="Queue the run and poll it; Stop cancels it.",
+            )
+        )
+    for spec in specs:
+        value = ui.coerce(spec, restored.get(spec.key, spec.default))
+        widgets.append(widget(spec, value))
+    await cl.ChatSettings(widgets).send()
+    if not model.has_lgos:
+        await cl.Message(content=ui.profile_description(model)).send()
+
+
+@cl.on_chat_start
+async def on_chat_start() -> None:
+    await setup_chat()
+
+
+def request_options() -> tuple[dict[str, Any], bool, bool]:
+    """Request metadata (changed settings only), background flag and stream flag."""
+    model: ui.ModelInfo = cl.user_session.get(MODEL)
+    values = cl.user_session.get("chat_settings") or {}
+    changed = ui.changed_settings(cl.user_session.get(SPECS) or [], values)
+    metadata = ui.request_metadata(changed, cl.context.session.thread_id)
+    background = model.supports_background and bool(values.get(ui.BACKGROUND_SWITCH))
+    stream = bool(values.get(ui.STREAM_SWITCH, True))
+    return metadata, background, stream
+
+
+# ---------------------------------------------------------------- persistence
+
+
+async def persist(key: str, value: Any) -> None:
+    """Keep `value` in the session and in the thread's metadata right away.
+
+    Chainlit itself saves the session only when the socket disconnects cleanly; a crash would
+    lose a pending review. update_thread merges metadata, and a None value deletes the key.
+    """
+    cl.user_session.set(key, value)
+    layer = get_data_layer()
+    thread_id = cl.context.session.thread_id
+    if layer and thread_id:
+        await layer.update_thread(thread_id=thread_id, metadata={key: value})
+
+
+# ---------------------------------------------------------------- running a turn
+
+
+async def run_turn(
+    request_input: str | list[dict[str, Any]],
+    previous_response_id: str | None = None,
+    on_accepted: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Send one Responses request and show its result; `on_accepted` runs once the server took it."""
+    model: ui.ModelInfo = cl.user_session.get(MODEL)
+    metadata, background, stream = request_options()
+    kwargs: dict[str, Any] = {"model": model.id, "input": request_input}
+    if metadata:
+        kwargs["metadata"] = metadata
+    if previous_response_id:
+        kwargs["previous_response_id"] = previous_response_id
+    try:
+        if background:
+            response, shown = await run_background(kwargs, on_accepted)
+        elif stream:
+            response, shown = await run_streamed(kwargs, on_accepted)
+        else:
+            response = (await client.responses.create(**kwargs)).model_dump()
+            shown = False
+            if on_accepted:
+                await on_accepted()
+    except APIStatusError as exc:
+        await show_api_error(exc)
+        return
+    finally:
+        cl.user_session.set(ACTIVE, None)
+    await finish(response, shown)
+
+
+def api_error_code(exc: APIStatusError) -> str | None:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body)
+    return error.get("code") if isinstance(error, dict) else None
+
+
+async def show_api_error(exc: APIStatusError) -> None:
+    code = api_error_code(exc)
+    if code == "interrupt_state_conflict":
+        # The review was answered elsewhere, expired or is stale: it can never succeed again.
+        await persist(PENDING, None)
+        await cl.ErrorMessage(content=f"This review can no longer be answered: {exc.message}").send()
+    elif code == "run_busy":
+        await cl.ErrorMessage(content="The run is busy; try again in a moment.").send()
+    else:
+        await cl.ErrorMessage(content=f"The server refused the request: {exc.message}").send()
+
+
+async def run_streamed(
+    kwargs: dict[str, Any], on_accepted: Callable[[], Awaitable[None]] | None
+) -> tuple[dict[str, Any], bool]:
+    """Stream a foreground Response: answer tokens into one message, commentary as steps."""
+    phases: dict[str, str | None] = {}
+    answer: cl.Message | None = None
+    final: dict[str, Any] = {}
+    stream = await client.responses.create(stream=True, **kwargs)
+    async with stream:
+        async for event in stream:
+            data = event.model_dump()
+            kind = data.get("type")
+            if kind == "response.created":
+                cl.user_session.set(ACTIVE, {"response_id": data["response"]["id"]})
+                if on_accepted:
+                    await on_accepted()
+            elif kind == "response.output_item.added":
+                item = data["item"]
+                phases[item.get("id")] = item.get("phase")
+            elif kind == "response.output_text.delta":
+                # Commentary arrives as whole items (shown below); only answer text streams.
+                if phases.get(data.get("item_id")) == "commentary":
+                    continue
+                if answer is None:
+                    answer = cl.Message(content="")
+                await answer.stream_token(data.get("delta") or "")
+            elif kind == "response.output_item.done" and ui.is_commentary(data["item"]):
+                await show_commentary(ui.message_text(data["item"])[0])
+            elif kind in ("response.completed", "response.failed", "response.incomplete"):
+                final = data["response"]
+    if not final:
+        raise RuntimeError("The stream ended without a terminal event.")
+    if answer is not None:
+        rendered = ui.split_output(final.get("output") or [])
+        # The streamed tokens are the answer; the final object adds the citations.
+        answer.content = rendered.answer or answer.content
+        sources = ui.sources_markdown(rendered.citations)
+        if sources:
+            answer.content += "\n\n" + sources
+        await answer.send()
+    return final, answer is not None
+
+
+async def run_background(
+    kwargs: dict[str, Any], on_accepted: Callable[[], Awaitable[None]] | None
+) -> tuple[dict[str, Any], bool]:
+    """Queue a background Response and poll it, keeping its state visible."""
+    created = await client.responses.create(
+        background=True,
+        # A retried create (the SDK retries on network errors) must not start a second run.
+        extra_headers={"Idempotency-Key": str(uuid.uuid4())},
+        **kwargs,
+    )
+    if on_accepted:
+        await on_accepted()
+    response = created.model_dump()
+    status = cl.Message(content=ui.status_line(response["status"], 0))
+    await status.send()
+    cl.user_session.set(ACTIVE, {"response_id": response["id"], "status_message_id": status.id})
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    while response["status"] not in ui.TERMINAL_STATUSES:
+        status.content = ui.status_line(response["status"], loop.time() - started)
+        await status.update()
+        await asyncio.sleep(POLL_SECONDS)  # polling interval, not coordination
+        response = (await client.responses.retrieve(response["id"])).model_dump()
+    status.content = ui.status_line(response["status"], loop.time() - started)
+    await status.update()
+    return response, False
+
+
+async def show_commentary(text: str) -> None:
+    """Progress notes from the graph: a step beside the answer, never part of it."""
+    if not text:
+        return
+    async with cl.Step(name="Progress", type="tool") as step:
+        step.output = text
+
+
+async def finish(response: dict[str, Any], shown: bool) -> None:
+    """Show what a terminal Response holds and remember the answer for the next turn."""
+    status = response.get("status")
+    rendered = ui.split_output(response.get("output") or [])
+    if not shown:
+        for note in rendered.commentary:
+            await show_commentary(note)
+        content = rendered.answer
+        sources = ui.sources_markdown(rendered.citations)
+        if sources:
+            content = (content + "\n\n" + sources).strip()
+        if content:
+            await cl.Message(content=content).send()
+    if rendered.refusal:
+        await cl.Message(content=f"Refused: {rendered.refusal}").send()
+    if status == "failed":
+        error = response.get("error") or {}
+        await cl.ErrorMessage(content=f"The run failed: {error.get('message', 'unknown error')}").send()
+    elif status == "incomplete":
+        reason = (response.get("incomplete_details") or {}).get("reason", "unknown")
+        await cl.Message(content=f"The answer is incomplete ({reason}).").send()
+    elif status == "cancelled":
+        await cl.Message(content="The run was cancelled.").send()
+    if rendered.answer:
+        history = list(cl.user_session.get(HISTORY) or [])
+        history.append({"role": "assistant", "content": rendered.answer})
+        await persist(HISTORY, history)
+    if rendered.reviews:
+        await show_reviews(response["id"], rendered.reviews)
+
+
+# ---------------------------------------------------------------- human review
+
+
+def review_actions(response_id: str, question: ui.ReviewQuestion) -> list[cl.Action]:
+    # Deterministic ids: the same buttons can be re-attached after a reload and removed later.
+    return [
+        cl.Action(
+            name=REVIEW_ACTION,
+            id=f"{question.call_id}:{choice}",
+            label=choice.capitalize(),
+            payload={"response_id": response_id, "call_id": question.call_id, "answer": choice},
+        )
+        for choice in question.choices
+    ]
+
+
+async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
+    """One message with buttons per pending question; the whole review is saved at once."""
+    record: dict[str, Any] = {"response_id": response_id, "calls": [], "answers": {}}
+    for call in calls:
+        question = ui.parse_review(call)
+        message = cl.Message(
+            content=ui.review_markdown(question), actions=review_actions(response_id, question)
+        )
+        await message.send()
+        record["calls"].append(
+            {"call_id": call["call_id"], "arguments": call.get("arguments"), "message_id": message.id}
+        )
+    await persist(PENDING, record)
+
+
+async def restore_review(record: dict[str, Any]) -> None:
+    """Re-attach the buttons to the saved review messages of a resumed thread."""
+    for call in record["calls"]:
+        if call["call_id"] in record["answers"]:
+            continue
+        question = ui.parse_review(call)
+        for action in review_actions(record["response_id"], question):
+            # The page keeps a flat list of buttons: drop a copy a previous resume may have
+            # attached, so a button never shows twice.
+            await action.remove()
+            await action.send(for_id=call["message_id"])
+
+
+async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
+    """Record one answer; when every question is answered, resume the run.
+
+    Returns False when the answer does not belong to the pending review (already answered).
+    """
+    record = cl.user_session.get(PENDING)
+    calls = {c["call_id"]: c for c in (record or {}).get("calls", [])}
+    if not record or record["response_id"] != response_id or call_id not in calls:
+        await cl.Message(content="This review was already answered.").send()
+        return False
+    if call_id in record["answers"]:
+        return False
+    for action in review_actions(response_id, ui.parse_review(calls[call_id])):
+        await action.remove()
+    record["answers"][call_id] = answer
+    await cl.Message(content=f"Your answer: **{answer}**").send()
+    if len(record["answers"]) < len(record["calls"]):
+        await persist(PENDING, record)
+        return True
+    outputs = [
+        {"type": "function_call_output", "call_id": cid, "output": record["answers"][cid]}
+        for cid in calls
+    ]
+
+    async def accepted() -> None:
+        # The server owns the run from here; the saved review must not be offered again.
+        await persist(PENDING, None)
+
+    await run_turn(outputs, previous_response_id=response_id, on_accepted=accepted)
+    if cl.user_session.get(PENDING) is record:
+        # The request failed before the server accepted it: offer the buttons again.
+        record["answers"] = {}
+        await restore_review(record)
+    return True
+
+
+@cl.action_callback(REVIEW_ACTION)
+async def on_review_action(action: cl.Action) -> None:
+    """A button click arrives as an HTTP call; the resumed run goes on in a stoppable task."""
+    payload = action.payload
+    session = cl.context.session
+
+    async def resume() -> None:
+        await cl.context.emitter.task_start()
+        try:
+            await answer_review(payload["response_id"], payload["call_id"], payload["answer"])
+        finally:
+            await cl.context.emitter.task_end()
+
+    session.current_task = asyncio.create_task(resume())
+
+
+def free_text_call(record: dict[str, Any] | None) -> str | None:
+    """The first unanswered question of the pending review that accepts typed feedback."""
+    for call in (record or {}).get("calls", []):
+        if call["call_id"] not in record["answers"] and ui.parse_review(call).free_text:
+            return call["call_id"]
+    return None
+
+
+# ---------------------------------------------------------------- chat events
+
+
+@cl.on_message
+async def on_message(message: cl.Message) -> None:
+    if cl.user_session.get(MODEL) is None:
+        await setup_chat()
+    record = cl.user_session.get(PENDING)
+    call_id = free_text_call(record)
+    if call_id:
+        # Typed text answers a review that accepts feedback.
+        await answer_review(record["response_id"], call_id, message.content)
+        return
+    history = list(cl.user_session.get(HISTORY) or [])
+    history.append({"role": "user", "content": message.content})
+    await persist(HISTORY, history)
+    await run_turn(history)
+
+
+@cl.on_stop
+async def on_stop() -> None:
+    """Stop: cancel the Response being polled or streamed, and show how it ended."""
+    active = cl.user_session.get(ACTIVE)
+    cl.user_session.set(ACTIVE, None)
+    if not active:
+        return
+    try:
+        response = await client.responses.cancel(active["response_id"])
+        status = response.status
+    except APIStatusError as exc:
+        # A foreground stream is not stored server-side; closing it (Chainlit cancels our task)
+        # is what stops that run.
+        cl.logger.info("cancel %s: %s", active["response_id"], exc.message)
+        status = "cancelled"
+    if active.get("status_message_id"):
+        await cl.Message(id=active["status_message_id"], content=ui.status_line(status, 0)).update()
+    await cl.Message(content=f"Run {status}.").send()
+
+
+@cl.on_chat_resume
+async def on_chat_resume(thread: dict[str, Any]) -> None:
+    """A reload, a reconnect after a restart, or a thread picked from the history."""
+    metadata = thread.get("metadata") or {}
+    if isinstance(metadata, str):
+        metadata = json.loads(metadata)
+    cl.user_session.set(HISTORY, metadata.get(HISTORY) or [])
+    await setup_chat(restored=metadata.get("chat_settings") or {})
+    record = metadata.get(PENDING)
+    cl.user_session.set(PENDING, record)
+    cl.logger.info("resumed thread %s, pending review: %s", thread["id"], bool(record))
+    if record:
+        await restore_review(record)

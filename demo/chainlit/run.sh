@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Start the Chainlit demo app on 127.0.0.1:$PORT (default 8001).
+#
+# Environment (all optional):
+#   LGOS_BASE_URL / OPENAI_BASE_URL  OpenAI base URL of the LGOS API or gateway (default http://127.0.0.1:8000/v1)
+#   LGOS_API_KEY / OPENAI_API_KEY    key for a gateway (LGOS itself needs none)
+#   DATABASE_URL                     Chainlit's PostgreSQL (default postgresql://postgres@127.0.0.1:5432/lgos_chainlit;
+#                                    set it to "" to run without persistence)
+#   CHAINLIT_AUTH_SECRET             session signing secret; generated into .auth_secret (gitignored) when unset
+#   LGOS_CHAINLIT_USER / LGOS_CHAINLIT_PASSWORD   the mock login (default demo / demo)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+"$here/setup.sh"
+export DATABASE_URL="${DATABASE_URL-postgresql://postgres@127.0.0.1:5432/lgos_chainlit}"
+if [[ -n "$DATABASE_URL" ]]; then
+    "$here/.venv/bin/python" "$here/setup_db.py" "$DATABASE_URL"
+else
+    unset DATABASE_URL
+fi
+if [[ -z "${CHAINLIT_AUTH_SECRET:-}" ]]; then
+    # Generated once per checkout into a gitignored file, so logins survive a restart and no
+    # secret is ever committed.
+    secret_file="$here/.auth_secret"
+    if [[ ! -s "$secret_file" ]]; then
+        (umask 077 && "$here/.venv/bin/python" -c 'import secrets; print(secrets.token_urlsafe(48))' > "$secret_file")
+    fi
+    CHAINLIT_AUTH_SECRET="$(cat "$secret_file")"
+    export CHAINLIT_AUTH_SECRET
+fi
+cd "$here"
+exec "$here/.venv/bin/chainlit" run app.py --headless --host 127.0.0.1 --port "${PORT:-8001}"

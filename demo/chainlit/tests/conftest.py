@@ -1,0 +1,203 @@
+"""Fixtures for the Chainlit browser tests: real processes on free loopback ports.
+
+- `lgos_url`: `lgos serve demo.registry:create_registry` with the in-memory background engine
+  (or an already running server named by LGOS_CHAINLIT_TEST_BASE_URL, for UI development).
+- `chainlit`: the Chainlit app started by its own launcher (`demo/chainlit/run.sh`, which also
+  builds its environment) on a fresh PostgreSQL database that is dropped at the end.
+- `browser`: Debian's Chromium driven by Playwright, headless; `new_page` gives a context whose
+  requests to anything but loopback are aborted (the page asks for CDN fonts and KaTeX css).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+APP_DIR = Path(__file__).resolve().parents[1]
+REPO = APP_DIR.parents[1]
+SHOTS = REPO / "docs" / "img" / "chainlit"
+PG_ADMIN_URL = os.environ.get("LGOS_TEST_POSTGRES_ADMIN", "postgresql://postgres@127.0.0.1:5432")
+CHROMIUM = os.environ.get("LGOS_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # the tests run as root
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+OFF_MACHINE = re.compile(r"^https?://(?!127\.0\.0\.1|localhost)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes] | None, timeout: float, log: Path) -> None:
+    """Poll `url` until it answers (any HTTP status) or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{url}: process exited with {proc.returncode}\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.2)  # polling a condition with a deadline
+    raise RuntimeError(f"{url} did not answer within {timeout} s\n{log.read_text()}")
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate the process group we started (the launcher execs, but be thorough)."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def logs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("chainlit-logs")
+
+
+@pytest.fixture(scope="session")
+def lgos_url(logs_dir: Path) -> Iterator[str]:
+    """OpenAI base URL of a real LGOS server with the demo registry."""
+    external = os.environ.get("LGOS_CHAINLIT_TEST_BASE_URL")
+    if external:
+        yield external
+        return
+    port = free_port()
+    env = {**os.environ, "LGOS_BACKGROUND": "memory"}
+    env.pop("LGOS_POSTGRES_URI", None)  # one process: in-memory state is enough here
+    lgos = shutil.which("lgos") or str(Path(sys.executable).with_name("lgos"))
+    log = logs_dir / "lgos.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [lgos, "serve", "demo.registry:create_registry", "--host", "127.0.0.1"]
+            + ["--port", str(port)],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_http(f"http://127.0.0.1:{port}/v1/models", proc, 60, log)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        stop_process(proc)
+
+
+class ChainlitApp:
+    """The Chainlit app as a real process, restartable on the same port and database."""
+
+    def __init__(self, base_url: str, database_url: str, log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.env = {
+            **os.environ,
+            "PORT": str(self.port),
+            "LGOS_BASE_URL": base_url,
+            "DATABASE_URL": database_url,
+            # Fixed for the session so a login survives a restart of the app.
+            "CHAINLIT_AUTH_SECRET": secrets.token_urlsafe(48),
+            "LGOS_CHAINLIT_USER": "demo",
+            "LGOS_CHAINLIT_PASSWORD": "demo",
+        }
+        self.env.pop("OPENAI_BASE_URL", None)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [str(APP_DIR / "run.sh")],
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        # The first start may build the environment (about a minute on a fresh machine).
+        wait_http(self.url + "/login", self.proc, 300, self.log)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process(self.proc)
+            self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture(scope="session")
+def chainlit(lgos_url: str, logs_dir: Path) -> Iterator[ChainlitApp]:
+    name = f"lgos_chainlit_test_{secrets.token_hex(4)}"
+    app = ChainlitApp(lgos_url, f"{PG_ADMIN_URL}/{name}", logs_dir / "chainlit.log")
+    try:
+        app.start()  # run.sh creates the database and its tables (setup_db.py)
+        yield app
+    finally:
+        app.stop()
+        subprocess.run(
+            [str(APP_DIR / ".venv" / "bin" / "python"), str(APP_DIR / "setup_db.py")]
+            + ["--drop", app.env["DATABASE_URL"]],
+            check=True,
+        )
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)")
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def new_page(browser: object) -> Iterator[Callable[[], object]]:
+    contexts = []
+
+    def make() -> object:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.route(OFF_MACHINE, lambda route: route.abort())
+        context.set_default_timeout(30_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir() -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    return SHOTS
