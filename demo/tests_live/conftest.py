@@ -32,7 +32,7 @@ class StackManager:
     def __init__(self, workdir: Path) -> None:
         self.stack = LocalStack(
             workdir=workdir,
-            background=os.environ.get("DEMO_STACK_BACKGROUND", "dbos"),
+            background=(os.environ.get("DEMO_STACK_BACKGROUND") or "dbos"),
             admin_uri=os.environ.get(
                 "DEMO_POSTGRES_ADMIN_URI", "postgresql://postgres@127.0.0.1:5432/postgres"
             ),
@@ -48,7 +48,7 @@ class StackManager:
     def gateway(self) -> tuple[str, str, str | None]:
         """(gateway URL, key, URL of the API behind it if known)."""
         if given := os.environ.get("DEMO_GATEWAY_URL"):
-            key = os.environ.get("DEMO_API_KEY", LITELLM_DEV_KEY)
+            key = os.environ.get("DEMO_API_KEY") or LITELLM_DEV_KEY
             return given.rstrip("/"), key, os.environ.get("DEMO_API_URL")
         api = self.api_url()
         if not self.stack.gateway_url:
@@ -71,7 +71,7 @@ def direct_target(stack_manager: StackManager) -> Target:
     return Target(
         name="direct",
         base_url=url,
-        api_key=os.environ.get("DEMO_DIRECT_API_KEY", "lgos-local-no-auth"),
+        api_key=(os.environ.get("DEMO_DIRECT_API_KEY") or "lgos-local-no-auth"),
         idempotency_styles=direct_styles(),
         api_url=url,
         diagnostics=stack_manager.stack.diagnostics,
@@ -98,11 +98,11 @@ def bifrost_target() -> Target:
     url = os.environ.get("DEMO_BIFROST_URL")
     if not url:
         pytest.skip("DEMO_BIFROST_URL is not set: Bifrost cannot be installed here")
-    provider = os.environ.get("DEMO_BIFROST_PROVIDER", "lgos")
+    provider = os.environ.get("DEMO_BIFROST_PROVIDER") or "lgos"
     return Target(
         name="bifrost",
         base_url=url.rstrip("/"),
-        api_key=os.environ.get("DEMO_BIFROST_API_KEY", "bifrost-dev-key"),
+        api_key=(os.environ.get("DEMO_BIFROST_API_KEY") or "bifrost-dev-key"),
         provider=provider,
         model_prefix=f"{provider}/",
         native_errors=False,

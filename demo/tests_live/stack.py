@@ -37,7 +37,7 @@ LITELLM_DEV_KEY = "sk-lgos-dev-not-a-secret"
 
 # Generous: LiteLLM imports for ~11 s on an idle 2-core machine and about
 # twice that while other work runs.
-START_TIMEOUT = float(os.environ.get("DEMO_STACK_START_TIMEOUT", "180"))
+START_TIMEOUT = float(os.environ.get("DEMO_STACK_START_TIMEOUT") or "180")
 
 
 def free_port() -> int:

@@ -18,13 +18,13 @@ from openai import OpenAI
 from .suite_background import expect_error, review_calls, settings, unique_prompt
 from .targets import Target
 
-CHAT_MODEL = os.environ.get("DEMO_CHAT_MODEL", "simple-graph")
-APPROVAL_MODEL = os.environ.get("DEMO_APPROVAL_MODEL", "interruptible-approval")
+CHAT_MODEL = os.environ.get("DEMO_CHAT_MODEL") or "simple-graph"
+APPROVAL_MODEL = os.environ.get("DEMO_APPROVAL_MODEL") or "interruptible-approval"
 # What `demo.registry:create_registry` serves (override for another registry).
-DEMO_MODELS = os.environ.get(
-    "DEMO_MODELS",
-    "simple-graph,multi-node-streaming,status-events,streaming-long-mock,"
-    "interruptible-approval,background-mock,background-interrupt,deep-research",
+DEMO_MODELS = (
+    os.environ.get("DEMO_MODELS")
+    or "simple-graph,multi-node-streaming,status-events,streaming-long-mock,"
+    "interruptible-approval,background-mock,background-interrupt,deep-research"
 ).split(",")
 # Features a client relies on to offer a background switch or a review UI.
 EXPECTED_FEATURES = {

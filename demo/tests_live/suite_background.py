@@ -19,9 +19,9 @@ from openai.types.responses import Response, ResponseFunctionToolCall
 
 from .targets import Target
 
-BACKGROUND_MODEL = os.environ.get("DEMO_BACKGROUND_MODEL", "background-mock")
-REVIEW_MODEL = os.environ.get("DEMO_REVIEW_MODEL", "background-interrupt")
-FOREGROUND_MODEL = os.environ.get("DEMO_CHAT_MODEL", "simple-graph")
+BACKGROUND_MODEL = os.environ.get("DEMO_BACKGROUND_MODEL") or "background-mock"
+REVIEW_MODEL = os.environ.get("DEMO_REVIEW_MODEL") or "background-interrupt"
+FOREGROUND_MODEL = os.environ.get("DEMO_CHAT_MODEL") or "simple-graph"
 INTERRUPT_TOOL = "lgos_interrupt"
 
 
