@@ -1,0 +1,1 @@
+"""The reference deployment's demo graphs. Deterministic: no API key needed."""

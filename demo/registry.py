@@ -1,0 +1,67 @@
+"""The demo registry: `lgos serve demo.registry:create_registry`."""
+
+from __future__ import annotations
+
+from demo.graphs.chat import (
+    LongStreamSettings,
+    SimpleSettings,
+    multi_node_streaming_graph,
+    simple_graph,
+    status_events_graph,
+    streaming_long_graph,
+)
+from demo.graphs.review import (
+    DelaySettings,
+    background_interrupt_graph,
+    background_mock_graph,
+    interruptible_approval_graph,
+)
+from lgos import GraphConfig, GraphFeature, GraphRegistry
+from lgos.server import ServerResources
+
+BACKGROUND = GraphFeature.BACKGROUND
+INTERRUPTS = GraphFeature.INTERRUPTS
+
+
+def create_registry(resources: ServerResources) -> GraphRegistry:
+    checkpointer = resources.checkpointer
+    return GraphRegistry(
+        graphs={
+            "simple-graph": GraphConfig(
+                graph=simple_graph(),
+                description="Answers at once, streamed word by word; tone set per request.",
+                client_settings=SimpleSettings,
+            ),
+            "multi-node-streaming": GraphConfig(
+                graph=multi_node_streaming_graph(),
+                description="Three nodes stream their parts in order.",
+            ),
+            "status-events": GraphConfig(
+                graph=status_events_graph(),
+                description="Reports progress as commentary, then answers.",
+            ),
+            "streaming-long-mock": GraphConfig(
+                graph=streaming_long_graph(),
+                description="A long, slow stream, to try stopping a run.",
+                client_settings=LongStreamSettings,
+            ),
+            "interruptible-approval": GraphConfig(
+                graph=interruptible_approval_graph(checkpointer),
+                description="Asks a person to approve, reject or comment before acting.",
+                features=frozenset({INTERRUPTS}),
+            ),
+            "background-mock": GraphConfig(
+                graph=background_mock_graph(),
+                description="Waits delay_seconds, then writes a report. Runs in the background.",
+                features=frozenset({BACKGROUND}),
+                client_settings=DelaySettings,
+            ),
+            "background-interrupt": GraphConfig(
+                graph=background_interrupt_graph(checkpointer),
+                description="Prepares a report, asks for approval, then finishes it.",
+                features=frozenset({BACKGROUND, INTERRUPTS}),
+                client_settings=DelaySettings,
+            ),
+        },
+        run_coordinator=resources.run_coordinator,
+    )

@@ -1,0 +1,1 @@
+"""Background Responses: the engine protocol, the in-memory engine, the job executor."""

@@ -1,0 +1,80 @@
+"""An engine in the API process: for trials and tests. Runs die with the process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from lgos.background.executor import execute_background_job
+from lgos.background.protocol import BackgroundJob, BackgroundRun
+from lgos.registry import GraphRegistry
+
+logger = logging.getLogger("lgos.background")
+
+
+class InMemoryBackgroundBackend:
+    """Runs each job as an asyncio task of this process.
+
+    Enter `lifespan(app)` in the application's lifespan so unfinished runs are cancelled on
+    shutdown instead of being left to the garbage collector.
+    """
+
+    def __init__(self, registry: GraphRegistry) -> None:
+        self.registry = registry
+        self._runs: dict[str, BackgroundRun] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._by_key: dict[str, str] = {}
+
+    @asynccontextmanager
+    async def lifespan(self, app: Any = None) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            tasks = list(self._tasks.values())
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def submit(self, job: BackgroundJob) -> BackgroundRun:
+        if job.idempotency_key is not None and job.idempotency_key in self._by_key:
+            return self._runs[self._by_key[job.idempotency_key]]
+        run_id = uuid.uuid4().hex
+        run = BackgroundRun(id=run_id, job=job, status="queued")
+        self._runs[run_id] = run
+        if job.idempotency_key is not None:
+            self._by_key[job.idempotency_key] = run_id
+        self._tasks[run_id] = asyncio.create_task(self._execute(run_id, job))
+        return run
+
+    async def get(self, run_id: str) -> BackgroundRun | None:
+        return self._runs.get(run_id)
+
+    async def cancel(self, run_id: str) -> None:
+        task = self._tasks.get(run_id)
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _set(self, run_id: str, **changes: Any) -> None:
+        self._runs[run_id] = self._runs[run_id].model_copy(update=changes)
+
+    async def _execute(self, run_id: str, job: BackgroundJob) -> None:
+        # Let the create request answer `queued` before the run starts.
+        await asyncio.sleep(0)
+        self._set(run_id, status="in_progress")
+        try:
+            response = await execute_background_job(job, run_id, self.registry)
+        except asyncio.CancelledError:
+            self._set(run_id, status="cancelled")
+            raise
+        except Exception:  # execute_background_job turns graph errors into failed Responses
+            logger.exception("background.run_crashed")
+            self._set(run_id, status="failed")
+        else:
+            self._set(run_id, status=response["status"], response=response)
+        finally:
+            self._tasks.pop(run_id, None)

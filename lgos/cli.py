@@ -1,0 +1,125 @@
+"""`lgos serve` (Uvicorn's command, with a registry factory for the app) and `lgos worker`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+import uvicorn
+from pydantic import ValidationError
+from uvicorn.main import main as uvicorn_main
+
+from lgos.errors import ConfigurationError
+
+APP_FACTORY = "lgos.server.app:app_from_environment"
+# Uvicorn options that name the application: LGOS supplies the app itself.
+_REPLACED = {"app", "factory"}
+
+
+def _fail(message: str) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(2)
+
+
+def load_settings() -> Any:
+    from lgos.server.settings import ServerSettings
+
+    try:
+        return ServerSettings()
+    except ValidationError as error:
+        first = error.errors()[0]
+        name = "LGOS_" + ".".join(str(part) for part in first["loc"])
+        _fail(f"invalid {name}: {first['msg']}")
+
+
+def _resolve_registry(registry: str | None) -> str:
+    registry = registry or os.environ.get("LGOS_REGISTRY") or None
+    if not registry:
+        _fail("name the registry factory (MODULE:FACTORY) or set LGOS_REGISTRY")
+    assert registry is not None
+    os.environ["LGOS_REGISTRY"] = registry  # Uvicorn's worker and reload processes read it
+    return registry
+
+
+def _serve_params() -> list[click.Parameter]:
+    params: list[click.Parameter] = [
+        click.Argument(["registry"], required=False, metavar="MODULE:FACTORY")
+    ]
+    for param in uvicorn_main.params:
+        if param.name in _REPLACED:
+            continue
+        if param.name == "access_log":
+            param = click.Option(
+                ["--access-log/--no-access-log"],
+                default=False,
+                help="Log each request (off by default: the ingress owns access logs).",
+            )
+        params.append(param)
+    return params
+
+
+@click.pass_context
+def _serve(ctx: click.Context, registry: str | None, **options: Any) -> None:
+    env_file = options.get("env_file")
+    if env_file:
+        from dotenv import load_dotenv
+
+        load_dotenv(env_file, override=False)
+    registry = _resolve_registry(registry)
+    settings = load_settings()
+    workers = options.get("workers") or 1
+    if workers > 1 and settings.BACKGROUND == "memory":
+        _fail(
+            "LGOS_BACKGROUND=memory runs background work inside one process; with "
+            f"--workers {workers} set LGOS_BACKGROUND=dbos (or hatchet) or LGOS_BACKGROUND=none"
+        )
+    try:
+        from lgos.server.app import import_factory
+
+        import_factory(registry)  # fail now, with a clear message, not inside a worker
+    except ConfigurationError as error:
+        _fail(str(error))
+    if options.get("log_config") is None:
+        from lgos.server.logging import logging_config
+
+        options["log_config"] = logging_config()
+    ctx.invoke(uvicorn_main, app=APP_FACTORY, factory=True, **options)
+
+
+serve = click.Command(
+    "serve",
+    callback=_serve,
+    params=_serve_params(),
+    help="Serve a graph registry as an OpenAI-compatible API. Takes every Uvicorn option.",
+    context_settings={"auto_envvar_prefix": "UVICORN"},
+)
+
+
+@click.command("worker")
+@click.argument("registry", required=False, metavar="MODULE:FACTORY")
+def worker(registry: str | None) -> None:
+    """Run background Responses for the configured engine (LGOS_BACKGROUND=dbos|hatchet)."""
+    registry = _resolve_registry(registry)
+    settings = load_settings()
+    if settings.BACKGROUND not in ("dbos", "hatchet"):
+        _fail("lgos worker needs LGOS_BACKGROUND=dbos or LGOS_BACKGROUND=hatchet")
+    from lgos.server.worker import run_worker
+
+    try:
+        run_worker(registry, settings)
+    except ConfigurationError as error:
+        _fail(str(error))
+
+
+@click.group()
+@click.version_option(package_name="lgos")
+def main() -> None:
+    """LGOS: LangGraph graphs as OpenAI-compatible models."""
+
+
+main.add_command(serve)
+main.add_command(worker)
+
+__all__ = ["main", "uvicorn"]

@@ -1,0 +1,1 @@
+"""HTTP: FastAPI routes, request context and error envelopes."""

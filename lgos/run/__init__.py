@@ -1,0 +1,1 @@
+"""Graph execution: knows LangGraph, nothing of HTTP or OpenAI JSON."""

@@ -1,0 +1,82 @@
+"""Neutral run events: what a graph run tells the wire encoders, in order.
+
+A run yields any number of `TextDelta` and `Commentary` events, then exactly one terminal
+event: `Finished` or `Interrupted`. Failures are exceptions, not events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Commentary:
+    """A complete progress message from `status_event(...)`."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @classmethod
+    def from_message(cls, message: AIMessage) -> Usage | None:
+        usage = message.usage_metadata
+        if not usage:
+            return None
+        input_details = usage.get("input_token_details") or {}
+        output_details = usage.get("output_token_details") or {}
+        return cls(
+            input_tokens=usage.get("input_tokens", 0),
+            output_tokens=usage.get("output_tokens", 0),
+            cached_tokens=input_details.get("cache_read", 0) or 0,
+            cache_write_tokens=input_details.get("cache_creation", 0) or 0,
+            reasoning_tokens=output_details.get("reasoning", 0) or 0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The run ended with an answer. `text` is the answer text streamed or not."""
+
+    message: AIMessage
+    text: str
+    usage: Usage | None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingInterrupt:
+    """A question the graph is waiting on. `id` is LangGraph's interrupt id."""
+
+    id: str
+    value: Any
+    response_schema: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupted:
+    """The run paused; it resumes through `run_id` (in the Response id) and these ids."""
+
+    run_id: str
+    interrupts: tuple[PendingInterrupt, ...]
+    text: str
+
+
+RunEvent = TextDelta | Commentary | Finished | Interrupted

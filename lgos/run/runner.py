@@ -1,0 +1,202 @@
+"""The one runner behind both OpenAI APIs: drive a graph, yield neutral run events.
+
+Streaming requests read `messages` (every non-empty AI text chunk, subgraphs included; model
+calls tagged `nostream` are skipped by LangGraph), `custom` (status events) and root `values`.
+Non-streaming requests read root `values` only, which is what `ainvoke` does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langgraph.errors import GraphRecursionError, is_invalid_resume
+from langgraph.pregel import Pregel
+from langgraph.types import Command
+
+from lgos.errors import GraphError, InvalidRequestError
+from lgos.events import STATUS_EVENT_TYPE
+from lgos.registry import GraphConfig
+from lgos.run.events import (
+    Commentary,
+    Finished,
+    Interrupted,
+    PendingInterrupt,
+    RunEvent,
+    TextDelta,
+    Usage,
+)
+from lgos.run.request import REQUEST_CONFIG_KEY, GraphRequest
+from lgos.run.telemetry import Workflow
+
+logger = logging.getLogger("lgos.run")
+
+_STREAM_MODES = ["messages", "custom", "values"]
+_INVOKE_MODES = ["values"]
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpointing:
+    """How a checkpointed run is addressed: its LGOS run id and LangGraph thread id."""
+
+    run_id: str
+    thread_id: str
+
+
+def runnable_config(
+    config: GraphConfig, request: GraphRequest, checkpointing: Checkpointing | None
+) -> dict[str, Any]:
+    configurable: dict[str, Any] = {REQUEST_CONFIG_KEY: request}
+    metadata: dict[str, Any] = {"lgos.model": request.model}
+    if checkpointing is not None:
+        configurable["thread_id"] = checkpointing.thread_id
+        metadata["lgos.run_id"] = checkpointing.run_id
+    if request.conversation_id:
+        metadata["langfuse_session_id"] = request.conversation_id
+    return {
+        "configurable": configurable,
+        "metadata": metadata,
+        "recursion_limit": config.recursion_limit,
+        "run_name": "lgos.graph_run",
+    }
+
+
+async def run_graph(
+    config: GraphConfig,
+    request: GraphRequest,
+    *,
+    streaming: bool,
+    checkpointing: Checkpointing | None = None,
+    graph_input: Any = None,
+    graph: Pregel | None = None,
+) -> AsyncIterator[RunEvent]:
+    """Run one graph execution and yield its events; the last one is terminal.
+
+    `graph_input` overrides the adapter's input (a resume `Command`, or None to continue).
+    """
+    if graph is None:
+        graph = await config.resolve_graph()
+    if graph_input is None and checkpointing is None:
+        graph_input = config.request_to_input(request)
+    context = config.context_factory(request) if config.context_factory else request.settings
+    run_config = runnable_config(config, request, checkpointing)
+    stream = graph.astream(
+        graph_input,
+        run_config,  # type: ignore[arg-type]
+        stream_mode=_STREAM_MODES if streaming else _INVOKE_MODES,
+        subgraphs=streaming,
+        version="v2",
+        context=context,
+    )
+    workflow = Workflow(request.model, request.conversation_id)
+    streamed: list[str] = []
+    output: Any = None
+    paused = False
+    try:
+        while True:
+            token = workflow.attach()
+            try:
+                part = await anext(stream)
+            except StopAsyncIteration:
+                break
+            finally:
+                workflow.detach(token)
+            kind = part["type"]
+            if kind == "messages":
+                text = _chunk_text(part["data"][0])
+                if text:
+                    streamed.append(text)
+                    yield TextDelta(text)
+            elif kind == "values":
+                if not part["ns"]:
+                    output = part["data"]
+                    if part.get("interrupts"):
+                        paused = True
+            elif kind == "custom":
+                commentary = _commentary(part["data"])
+                if commentary:
+                    yield Commentary(commentary)
+        if paused:
+            pending = await _pending_interrupts(graph, run_config)
+            if pending:
+                if checkpointing is None:
+                    raise GraphError(f"{request.model} paused but does not declare interrupts")
+                workflow.succeed()
+                yield Interrupted(checkpointing.run_id, pending, "".join(streamed))
+                return
+        finished = _finish(config, output, "".join(streamed))
+        workflow.succeed()
+    except GraphRecursionError as error:
+        workflow.fail(error)
+        raise GraphError(f"{request.model} hit its recursion limit") from error
+    except BaseException as error:
+        workflow.fail(error)
+        translated = _translate(error)
+        if translated is error:
+            raise
+        raise translated from error
+    finally:
+        await stream.aclose()
+    if finished.text != "".join(streamed):
+        yield TextDelta(finished.text[len("".join(streamed)) :])
+    yield finished
+
+
+def _chunk_text(message: Any) -> str:
+    # Only model tokens stream. Whole messages that nodes write also appear in the `messages`
+    # mode; the final one reaches the client through `Finished`, and the others are steps.
+    if isinstance(message, AIMessageChunk):
+        return message.text
+    return ""
+
+
+def _commentary(data: Any) -> str | None:
+    if isinstance(data, Mapping) and data.get("type") == STATUS_EVENT_TYPE:
+        description = data.get("description")
+        if isinstance(description, str) and description.strip():
+            return description
+    return None
+
+
+def _finish(config: GraphConfig, output: Any, streamed: str) -> Finished:
+    if output is None:
+        raise GraphError("the graph produced no output")
+    message = config.output_to_message(output)
+    if not isinstance(message, AIMessage):
+        raise GraphError(f"output_to_message returned {type(message).__name__}, not AIMessage")
+    text = message.text
+    # Clients see the streamed text first; the final answer must extend it, never contradict it.
+    if streamed and not text.startswith(streamed):
+        raise GraphError(
+            "the streamed text differs from the final answer; tag private model calls "
+            "with 'nostream' so only the answer streams"
+        )
+    return Finished(message, text, Usage.from_message(message))
+
+
+async def _pending_interrupts(
+    graph: Pregel, run_config: dict[str, Any]
+) -> tuple[PendingInterrupt, ...]:
+    state = await graph.aget_state(run_config)  # type: ignore[arg-type]
+    return tuple(
+        PendingInterrupt(item.id, item.value, getattr(item, "response_schema", None))
+        for item in state.interrupts
+    )
+
+
+def _translate(error: BaseException) -> BaseException:
+    """Turn an invalid resume value (LangGraph's response_schema check) into a 400."""
+    if isinstance(error, Exception) and is_invalid_resume(error):
+        return InvalidRequestError(
+            f"The answer does not match the question's response schema: {error}",
+            param="input",
+            code="invalid_value",
+        )
+    return error
+
+
+def resume_command(answers: Mapping[str, Any]) -> Command[Any]:
+    return Command(resume=dict(answers))

@@ -1,0 +1,166 @@
+"""`create_app`: the FastAPI application `lgos serve` runs, for tests and extension too."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from datetime import timedelta
+
+from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+
+from lgos.background.protocol import BackgroundBackend
+from lgos.errors import ConfigurationError
+from lgos.registry import GraphFeature, GraphRegistry
+from lgos.run.coordinator import delete_expired_interrupt_runs
+from lgos.serve import LanggraphOpenaiServe
+from lgos.server.resources import ServerResources, open_resources
+from lgos.server.settings import ServerSettings
+
+logger = logging.getLogger("lgos.server")
+
+RegistryFactory = Callable[
+    [ServerResources], GraphRegistry | AbstractAsyncContextManager[GraphRegistry]
+]
+
+
+def import_factory(path: str) -> RegistryFactory:
+    """Import `module:attribute`, from the working directory first (like Uvicorn)."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise ConfigurationError(f"registry {path!r}: expected 'module:attribute'")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigurationError(
+            f"registry {path!r}: cannot import {module_name!r}: {error}"
+        ) from error
+    factory = module
+    for part in attribute.split("."):
+        factory = getattr(factory, part, None)
+        if factory is None:
+            raise ConfigurationError(f"registry {path!r}: {module_name!r} has no {attribute!r}")
+    if not callable(factory):
+        raise ConfigurationError(f"registry {path!r} is not callable")
+    return factory  # type: ignore[return-value]
+
+
+@asynccontextmanager
+async def open_registry(
+    factory: RegistryFactory, resources: ServerResources
+) -> AsyncIterator[GraphRegistry]:
+    produced = factory(resources)
+    if inspect.isawaitable(produced):
+        produced = await produced
+    if isinstance(produced, GraphRegistry):
+        yield produced
+        return
+    if hasattr(produced, "__aenter__"):
+        async with produced as registry:
+            if not isinstance(registry, GraphRegistry):
+                raise ConfigurationError("the registry factory must yield a GraphRegistry")
+            yield registry
+        return
+    raise ConfigurationError("the registry factory must return a GraphRegistry")
+
+
+@asynccontextmanager
+async def open_background(
+    settings: ServerSettings, registry: GraphRegistry, resources: ServerResources
+) -> AsyncIterator[BackgroundBackend | None]:
+    if settings.BACKGROUND == "none":
+        yield None
+    elif settings.BACKGROUND == "memory":
+        from lgos.background.memory import InMemoryBackgroundBackend
+
+        backend = InMemoryBackgroundBackend(registry)
+        async with backend.lifespan():
+            yield backend
+    elif settings.BACKGROUND == "dbos":
+        from lgos.integrations.dbos import open_dbos_client
+
+        async with open_dbos_client(settings, registry, resources) as backend:
+            yield backend
+    else:
+        from lgos.integrations.hatchet import open_hatchet_client
+
+        async with open_hatchet_client(settings, registry) as backend:
+            yield backend
+
+
+async def sweep_expired_interrupts(
+    registry: GraphRegistry, resources: ServerResources, settings: ServerSettings
+) -> None:
+    interval = settings.INTERRUPT_SWEEP_INTERVAL_MINUTES * 60
+    ttl = timedelta(minutes=settings.INTERRUPT_TTL_MINUTES)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            deleted = await delete_expired_interrupt_runs(
+                resources.checkpointer, resources.run_coordinator, older_than=ttl
+            )
+            if deleted:
+                logger.info("server.interrupt_expiry.deleted", extra={"deleted": deleted})
+        except Exception:
+            logger.exception("server.interrupt_expiry.failed")
+
+
+def create_app(
+    factory: RegistryFactory | str, *, settings: ServerSettings | None = None
+) -> FastAPI:
+    """Build the application: resources and registry open in its lifespan."""
+    settings = settings or ServerSettings()
+    if isinstance(factory, str):
+        factory = import_factory(factory)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            resources = await stack.enter_async_context(open_resources(settings))
+            registry = await stack.enter_async_context(open_registry(factory, resources))
+            background = await stack.enter_async_context(
+                open_background(settings, registry, resources)
+            )
+            LanggraphOpenaiServe(registry, app, background=background).bind_openai_api(
+                settings.OPENAI_API_PREFIX
+            )
+            sweeper = None
+            if settings.INTERRUPT_SWEEP_INTERVAL_MINUTES > 0 and any(
+                config.supports(GraphFeature.INTERRUPTS) for config in registry.graphs.values()
+            ):
+                sweeper = asyncio.create_task(
+                    sweep_expired_interrupts(registry, resources, settings)
+                )
+            logger.info("server.initialized", extra={"models": list(registry.model_ids)})
+            try:
+                yield
+            finally:
+                if sweeper is not None:
+                    sweeper.cancel()
+
+    app = FastAPI(title="LGOS", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    if settings.CORS_ORIGINS:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.CORS_ORIGINS,
+            allow_methods=["GET", "POST"],
+            allow_headers=["*"],
+            expose_headers=["X-Request-ID"],
+        )
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """The factory `lgos serve` hands to Uvicorn, so --reload and --workers can import it."""
+    settings = ServerSettings()
+    if not settings.REGISTRY:
+        raise ConfigurationError("LGOS_REGISTRY is not set")
+    return create_app(settings.REGISTRY, settings=settings)

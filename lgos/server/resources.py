@@ -1,0 +1,49 @@
+"""What a registry factory receives: the checkpointer, store and run coordinator to use."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from lgos.run.coordinator import InMemoryRunCoordinator, RunCoordinator
+from lgos.server.settings import ServerSettings
+
+logger = logging.getLogger("lgos.server")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerResources:
+    """Compile interrupt graphs with `checkpointer`; pass `run_coordinator` to the registry."""
+
+    checkpointer: Any
+    store: Any
+    run_coordinator: RunCoordinator
+    settings: ServerSettings
+    # The PostgreSQL connection pool when LGOS_POSTGRES_URI is set (for engines sharing it).
+    pool: Any = None
+
+
+@asynccontextmanager
+async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResources]:
+    if settings.POSTGRES_URI:
+        from lgos.integrations.postgres import open_postgres_resources
+
+        async with open_postgres_resources(settings) as resources:
+            yield resources
+        return
+    logger.warning(
+        "server.persistence.in_memory",
+        extra={"detail": "LGOS_POSTGRES_URI is unset: paused runs end with this process"},
+    )
+    yield ServerResources(
+        checkpointer=InMemorySaver(),
+        store=InMemoryStore(),
+        run_coordinator=InMemoryRunCoordinator(),
+        settings=settings,
+    )

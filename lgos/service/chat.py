@@ -1,0 +1,82 @@
+"""The Chat Completions API: decoded body to a completion object or chunk stream."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from lgos.errors import LgosError
+from lgos.registry import GraphRegistry
+from lgos.run.events import Finished, Interrupted, TextDelta
+from lgos.service.execution import PeekedEvents, graph_request, plan_run, run_events
+from lgos.wire.chat import ChatEncoder, DecodedChatRequest
+
+logger = logging.getLogger("lgos.chat")
+
+
+def _events(
+    registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str, streaming: bool
+) -> Any:
+    body = decoded.body
+    config = registry.get(body.model)
+    plan = plan_run(config, answers=decoded.answers)
+    request = graph_request(
+        config,
+        model=body.model,
+        messages=decoded.messages,
+        metadata=decoded.metadata,
+        user=body.user,
+        tools=decoded.tools,
+        tool_choice=decoded.tool_choice,
+        parallel_tool_calls=body.parallel_tool_calls,
+    )
+    return run_events(registry, config, request, plan, scope=scope, streaming=streaming)
+
+
+async def create(
+    registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str
+) -> dict[str, Any]:
+    encoder = ChatEncoder(decoded.body.model)
+    events = _events(registry, decoded, scope=scope, streaming=False)
+    try:
+        async for event in events:
+            if isinstance(event, Finished | Interrupted):
+                return encoder.completion(event)
+    finally:
+        await events.aclose()
+    raise RuntimeError("the run ended without a terminal event")
+
+
+async def open_stream(
+    registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str, patience: float
+) -> AsyncIterator[bytes]:
+    events = PeekedEvents(_events(registry, decoded, scope=scope, streaming=True))
+    try:
+        await events.peek(patience)
+    except BaseException:
+        await events.aclose()
+        raise
+    encoder = ChatEncoder(decoded.body.model, include_usage=decoded.include_usage)
+    return _frames(decoded, encoder, events)
+
+
+async def _frames(
+    decoded: DecodedChatRequest, encoder: ChatEncoder, events: PeekedEvents
+) -> AsyncIterator[bytes]:
+    from lgos.wire.sse import DONE
+
+    yield encoder.start()
+    try:
+        async for event in events:
+            if type(event) is TextDelta:
+                yield encoder.text_delta(event.text)
+            elif isinstance(event, Finished | Interrupted):
+                for frame in encoder.end(event):
+                    yield frame
+    except LgosError as error:
+        yield encoder.error(error.message)
+    except Exception:
+        logger.exception("chat_completion.stream_failed", extra={"model": decoded.body.model})
+        yield encoder.error()
+    yield DONE

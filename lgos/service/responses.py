@@ -1,0 +1,184 @@
+"""The Responses API: one request from decoded body to a Response object or SSE frames."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from lgos.errors import InvalidRequestError, LgosError
+from lgos.registry import GraphConfig, GraphRegistry
+from lgos.run.events import Commentary, Finished, Interrupted, RunEvent, TextDelta
+from lgos.service.execution import PeekedEvents, RunPlan, graph_request, plan_run, run_events
+from lgos.wire import ids
+from lgos.wire.errors import SERVER_ERROR_MESSAGE
+from lgos.wire.responses import (
+    ResponseContext,
+    ResponsesStream,
+    final_output,
+    interrupt_items,
+    tool_call_items,
+)
+from lgos.wire.responses_request import DecodedResponsesRequest
+
+logger = logging.getLogger("lgos.responses")
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedResponse:
+    """A validated Responses request, ready to run here or in a background worker."""
+
+    decoded: DecodedResponsesRequest
+    config: GraphConfig
+    plan: RunPlan
+    context: ResponseContext
+
+    @property
+    def model(self) -> str:
+        return self.decoded.body.model
+
+
+def prepare(
+    registry: GraphRegistry,
+    decoded: DecodedResponsesRequest,
+    *,
+    response_id: str | None = None,
+    run_id: str | None = None,
+) -> PreparedResponse:
+    """Everything that can be checked before running: model, settings, answers."""
+    body = decoded.body
+    config = registry.get(body.model)
+    previous = ids.parse_run_response_id(body.previous_response_id or "")
+    if body.previous_response_id is not None and previous is None:
+        raise InvalidRequestError(
+            f"Previous response with id '{body.previous_response_id}' not found.",
+            param="previous_response_id",
+            code="previous_response_not_found",
+        )
+    plan = plan_run(
+        config,
+        answers=decoded.answers,
+        previous_run_id=previous.run_id if previous else None,
+        run_id=run_id,
+    )
+    # Validates lgos_settings now, so a bad setting is a 400 and never a failed run.
+    _request(decoded, config)
+    if response_id is None:
+        response_id = (
+            str(ids.run_response_id(plan.run_id)) if plan.run_id is not None else ids.response_id()
+        )
+    return PreparedResponse(decoded, config, plan, response_context(decoded, response_id))
+
+
+def response_context(decoded: DecodedResponsesRequest, response_id: str) -> ResponseContext:
+    body = decoded.body
+    return ResponseContext(
+        id=response_id,
+        model=body.model,
+        instructions=body.instructions,
+        metadata=decoded.metadata,
+        tools=decoded.echo_tools(),
+        tool_choice=decoded.echo_tool_choice(),
+        parallel_tool_calls=True if body.parallel_tool_calls is None else body.parallel_tool_calls,
+        previous_response_id=body.previous_response_id,
+        background=decoded.background,
+        store=decoded.background,
+        user=body.user,
+    )
+
+
+def _request(decoded: DecodedResponsesRequest, config: GraphConfig) -> Any:
+    body = decoded.body
+    return graph_request(
+        config,
+        model=body.model,
+        messages=decoded.messages,
+        metadata=decoded.metadata,
+        user=body.user,
+        tools=decoded.tools,
+        tool_choice=decoded.tool_choice,
+        parallel_tool_calls=body.parallel_tool_calls,
+    )
+
+
+def _events(
+    registry: GraphRegistry,
+    prepared: PreparedResponse,
+    *,
+    scope: str,
+    streaming: bool,
+    continue_existing: bool = False,
+) -> AsyncIterator[RunEvent]:
+    return run_events(
+        registry,
+        prepared.config,
+        _request(prepared.decoded, prepared.config),
+        prepared.plan,
+        scope=scope,
+        streaming=streaming,
+        continue_existing=continue_existing,
+    )
+
+
+async def create(
+    registry: GraphRegistry,
+    prepared: PreparedResponse,
+    *,
+    scope: str,
+    continue_existing: bool = False,
+) -> dict[str, Any]:
+    """Run to the end and return the Response object (the non-streaming path)."""
+    events = _events(
+        registry, prepared, scope=scope, streaming=False, continue_existing=continue_existing
+    )
+    try:
+        async for event in events:
+            if isinstance(event, Finished):
+                output = final_output(event.text, tool_call_items(event.message))
+                return prepared.context.snapshot("completed", output, usage=event.usage)
+            if isinstance(event, Interrupted):
+                return prepared.context.snapshot("completed", interrupt_items(event))
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    raise RuntimeError("the run ended without a terminal event")
+
+
+async def open_stream(
+    registry: GraphRegistry, prepared: PreparedResponse, *, scope: str, patience: float
+) -> AsyncIterator[bytes]:
+    """Start the run; raise request errors now, then return the SSE frames."""
+    events = PeekedEvents(_events(registry, prepared, scope=scope, streaming=True))
+    try:
+        await events.peek(patience)
+    except BaseException:
+        await events.aclose()
+        raise
+    return _frames(prepared, events)
+
+
+async def _frames(prepared: PreparedResponse, events: PeekedEvents) -> AsyncIterator[bytes]:
+    stream = ResponsesStream(prepared.context)
+    for frame in stream.start():
+        yield frame
+    try:
+        async for event in events:
+            if type(event) is TextDelta:
+                for frame in stream.text_delta(event.text):
+                    yield frame
+            elif isinstance(event, Commentary):
+                for frame in stream.commentary(event):
+                    yield frame
+            elif isinstance(event, Finished):
+                for frame in stream.finished(event):
+                    yield frame
+            elif isinstance(event, Interrupted):
+                for frame in stream.interrupted(event):
+                    yield frame
+    except LgosError as error:
+        for frame in stream.failed(error.message, error.code or "invalid_request"):
+            yield frame
+    except Exception:
+        logger.exception("responses.stream_failed", extra={"model": prepared.model})
+        for frame in stream.failed(SERVER_ERROR_MESSAGE):
+            yield frame
