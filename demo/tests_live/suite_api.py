@@ -78,7 +78,8 @@ class ApiSuite:
     # ------------------------------------------------------------- models
     def test_every_demo_model_is_listed(self, target: Target, client: OpenAI) -> None:
         ids = {model.id for model in client.models.list()}
-        assert {target.model(m) for m in DEMO_MODELS} <= ids
+        missing = {target.model(m) for m in DEMO_MODELS} - ids
+        assert not missing, f"not listed through {target.name}: {sorted(missing)}"
 
     def test_model_metadata_reaches_the_client(self, target: Target) -> None:
         for model in DEMO_MODELS:
@@ -174,10 +175,6 @@ class ApiSuite:
         final = events[-1].response  # type: ignore[union-attr]
         assert deltas == final.output_text == whole.output_text
 
-        # The streamed Response is a normal stored one: it can be fetched by its id.
-        fetched = client.responses.retrieve(final.id, **target.lifecycle())
-        assert fetched.output_text == final.output_text
-
     def test_progress_arrives_as_commentary_before_the_answer(
         self, target: Target, client: OpenAI
     ) -> None:
@@ -191,15 +188,21 @@ class ApiSuite:
         assert "commentary" in phases
         assert phases[-1] == "final_answer"
         assert phases.index("commentary") < phases.index("final_answer")
-        final = events[-1].response  # type: ignore[union-attr]
-        # Progress messages stay out of the answer text.
-        commentary = [
-            part["text"]
-            for item in done_items
-            if item.get("phase") == "commentary"
-            for part in item["content"]
-        ]
-        assert all(text not in final.output_text for text in commentary if text)
+        # Progress messages stay out of the answer message. (The SDK's
+        # `output_text` joins every message, commentary included, so a UI must
+        # pick the final_answer message itself.)
+        texts = {
+            phase: [
+                part["text"]
+                for item in done_items
+                if item.get("phase") == phase
+                for part in item["content"]
+            ]
+            for phase in ("commentary", "final_answer")
+        }
+        answer = "".join(texts["final_answer"])
+        assert answer
+        assert all(text not in answer for text in texts["commentary"] if text)
 
     def test_multi_node_answer_streams_in_order(self, target: Target, client: OpenAI) -> None:
         whole = client.responses.create(model=target.model("multi-node-streaming"), input="go")

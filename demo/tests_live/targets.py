@@ -123,5 +123,9 @@ def litellm_styles() -> dict[str, Callable[[str], dict[str, Any]]]:
 
 
 def bifrost_styles() -> dict[str, Callable[[str], dict[str, Any]]]:
-    # Bifrost forwards headers on its allowlist; the demo config allows Idempotency-Key.
-    return {"Idempotency-Key": lambda k: {"extra_headers": {"Idempotency-Key": k}}}
+    # Bifrost forwards headers on client.header_filter_config.allowlist (the demo
+    # config allows idempotency-key), and x-bf-eh-<name> as <name>.
+    return {
+        "Idempotency-Key": lambda k: {"extra_headers": {"Idempotency-Key": k}},
+        "x-bf-eh-idempotency-key": lambda k: {"extra_headers": {"x-bf-eh-idempotency-key": k}},
+    }
