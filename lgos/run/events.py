@@ -53,12 +53,46 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class Citation:
+    """A source the answer cites; indexes are into the answer text (end exclusive)."""
+
+    url: str
+    title: str
+    start_index: int
+    end_index: int
+
+    @classmethod
+    def from_message(cls, message: AIMessage) -> tuple[Citation, ...]:
+        """Citations from LangChain's standard text blocks, re-based onto the joined text."""
+        if isinstance(message.content, str):
+            return ()
+        citations: list[Citation] = []
+        offset = 0
+        for block in message.content_blocks:
+            if block.get("type") != "text":
+                continue
+            text = str(block.get("text", ""))
+            for annotation in block.get("annotations", None) or ():  # type: ignore[attr-defined]
+                url = annotation.get("url") if annotation.get("type") == "citation" else None
+                if not url:
+                    continue
+                start = int(annotation.get("start_index", 0) or 0)
+                end = int(annotation.get("end_index", len(text)) or len(text))
+                citations.append(
+                    cls(url, str(annotation.get("title") or url), offset + start, offset + end)
+                )
+            offset += len(text)
+        return tuple(citations)
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """The run ended with an answer. `text` is the answer text streamed or not."""
 
     message: AIMessage
     text: str
     usage: Usage | None
+    citations: tuple[Citation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

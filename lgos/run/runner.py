@@ -21,6 +21,7 @@ from lgos.errors import GraphError, InvalidRequestError
 from lgos.events import STATUS_EVENT_TYPE
 from lgos.registry import GraphConfig
 from lgos.run.events import (
+    Citation,
     Commentary,
     Finished,
     Interrupted,
@@ -174,7 +175,7 @@ def _finish(config: GraphConfig, output: Any, streamed: str) -> Finished:
             "the streamed text differs from the final answer; tag private model calls "
             "with 'nostream' so only the answer streams"
         )
-    return Finished(message, text, Usage.from_message(message))
+    return Finished(message, text, Usage.from_message(message), Citation.from_message(message))
 
 
 async def _pending_interrupts(

@@ -18,7 +18,6 @@ from lgos.wire.responses import (
     ResponsesStream,
     final_output,
     interrupt_items,
-    tool_call_items,
 )
 from lgos.wire.responses_request import DecodedResponsesRequest
 
@@ -135,7 +134,7 @@ async def create(
     try:
         async for event in events:
             if isinstance(event, Finished):
-                output = final_output(event.text, tool_call_items(event.message))
+                output = final_output(event)
                 return prepared.context.snapshot("completed", output, usage=event.usage)
             if isinstance(event, Interrupted):
                 return prepared.context.snapshot("completed", interrupt_items(event))

@@ -18,7 +18,7 @@ from langchain_core.messages import (
 from pydantic import BaseModel, ConfigDict, Field
 
 from lgos.errors import InvalidRequestError
-from lgos.run.events import Finished, Interrupted, Usage
+from lgos.run.events import Citation, Finished, Interrupted, Usage
 from lgos.run.request import ClientFunctionTool, NamedToolChoice, ToolChoice
 from lgos.wire import ids
 from lgos.wire.errors import SERVER_ERROR_MESSAGE
@@ -350,6 +350,21 @@ def _trailing_interrupt_answers(
     return answers or None
 
 
+def url_annotations(citations: tuple[Citation, ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "url_citation",
+            "url_citation": {
+                "url": citation.url,
+                "title": citation.title,
+                "start_index": citation.start_index,
+                "end_index": citation.end_index,
+            },
+        }
+        for citation in citations
+    ]
+
+
 def usage_object(usage: Usage | None) -> dict[str, Any] | None:
     if usage is None:
         return None
@@ -409,7 +424,9 @@ class ChatEncoder:
             "role": "assistant",
             "content": text if text or not calls else None,
             "refusal": None,
-            "annotations": [],
+            "annotations": (
+                url_annotations(event.citations) if isinstance(event, Finished) else []
+            ),
         }
         if calls:
             message["tool_calls"] = calls

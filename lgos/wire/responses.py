@@ -14,7 +14,14 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 
-from lgos.run.events import Commentary, Finished, Interrupted, PendingInterrupt, Usage
+from lgos.run.events import (
+    Citation,
+    Commentary,
+    Finished,
+    Interrupted,
+    PendingInterrupt,
+    Usage,
+)
 from lgos.wire import ids
 from lgos.wire.errors import SERVER_ERROR_MESSAGE
 from lgos.wire.sse import named_event
@@ -106,8 +113,21 @@ def failure(message: str = SERVER_ERROR_MESSAGE) -> dict[str, Any]:
     return {"code": "server_error", "message": message}
 
 
-def text_part(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+def text_part(text: str, annotations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": annotations or [], "logprobs": []}
+
+
+def url_citations(citations: Iterable[Citation]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "url_citation",
+            "url": citation.url,
+            "title": citation.title,
+            "start_index": citation.start_index,
+            "end_index": citation.end_index,
+        }
+        for citation in citations
+    ]
 
 
 def message_item(item_id: str, text: str, phase: str, status: str = "completed") -> dict[str, Any]:
@@ -162,11 +182,14 @@ def tool_call_items(message: AIMessage) -> list[dict[str, Any]]:
     ]
 
 
-def final_output(text: str, calls: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def final_output(event: Finished) -> list[dict[str, Any]]:
     """Non-streaming output: the answer (if any), then function calls."""
-    items = list(calls)
-    if text or not items:
-        items.insert(0, message_item(ids.message_id(), text, "final_answer"))
+    items = tool_call_items(event.message)
+    if event.text or not items:
+        annotations = url_citations(event.citations)
+        items.insert(
+            0, message_item(ids.message_id(), event.text, "final_answer", annotations=annotations)
+        )
     return items
 
 
@@ -218,17 +241,17 @@ class ResponsesStream:
         return self._complete_item(item, text=event.text)
 
     def finished(self, event: Finished) -> list[bytes]:
-        frames = self._close_answer()
+        frames = self._close_answer(url_citations(event.citations))
         for item in tool_call_items(event.message):
             frames.extend(self._complete_item(item))
         if not self._output:
             frames.extend(self._open_answer())
-            frames.extend(self._close_answer())
+            frames.extend(self._close_answer([]))
         frames.append(self._terminal("response.completed", "completed", usage=event.usage))
         return frames
 
     def interrupted(self, event: Interrupted) -> list[bytes]:
-        frames = self._close_answer()
+        frames = self._close_answer([])
         for item in interrupt_items(event):
             frames.extend(self._complete_item(item))
         frames.append(self._terminal("response.completed", "completed"))
