@@ -104,24 +104,21 @@ def test_each_profile_validates_and_starts_what_it_should(profile: str | None) -
 
 def test_the_example_env_file_validates_with_every_profile() -> None:
     for profile in profiles():
-        result = subprocess.run(
-            [
-                *compose_command(),
-                "--env-file",
-                str(REPO / ".env.example"),
-                "-f",
-                str(COMPOSE_FILE),
-                "--profile",
-                profile,
-                "config",
-                "-q",
-            ],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        result = compose("--profile", profile, "config", "-q", env_file=str(REPO / ".env.example"))
         assert result.returncode == 0, (profile, result.stderr)
+
+
+def test_the_example_env_selects_hatchet_and_a_profile_flag_replaces_it() -> None:
+    def services(*flags: str) -> set[str]:
+        result = compose(*flags, "config", "--services", env_file=str(REPO / ".env.example"))
+        assert result.returncode == 0, result.stderr
+        return set(result.stdout.split())
+
+    # A plain `docker compose up` after `cp .env.example .env`:
+    assert EXPECTED["hatchet"] <= services()
+    with_dbos = services("--profile", "dbos")
+    assert EXPECTED["dbos"] <= with_dbos
+    assert not with_dbos & HATCHET_ONLY
 
 
 def test_the_validator_rejects_a_broken_file(tmp_path: Path) -> None:
