@@ -66,10 +66,12 @@ def compose_command() -> list[str]:
     return [binary]
 
 
-def compose(*args: str, file: Path = COMPOSE_FILE) -> subprocess.CompletedProcess[str]:
-    # An empty env file keeps a developer's own .env out of the check.
+def compose(
+    *args: str, file: Path = COMPOSE_FILE, env_file: str = "/dev/null"
+) -> subprocess.CompletedProcess[str]:
+    # By default an empty env file keeps a developer's own .env out of the check.
     return subprocess.run(
-        [*compose_command(), "--env-file", "/dev/null", "-f", str(file), *args],
+        [*compose_command(), "--env-file", env_file, "-f", str(file), *args],
         cwd=REPO,
         capture_output=True,
         text=True,
