@@ -1,6 +1,6 @@
 """
 title: LGOS graphs
-description: Chat with LangGraph graphs served by LGOS over the OpenAI Responses API: streaming, background runs, human review and per-request settings.
+description: Chat with LangGraph graphs served by LGOS, over the OpenAI Responses API.
 version: 0.1.0
 license: MIT
 """
@@ -38,9 +38,7 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            part.get("text", "") for part in content if isinstance(part, dict)
-        )
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return ""
 
 
@@ -108,7 +106,7 @@ class Pipe:
 
         base_url: str = Field(
             default="http://127.0.0.1:8000/v1",
-            description="OpenAI-compatible base URL of LGOS or of the LiteLLM gateway (ends in /v1).",
+            description="Base URL of LGOS or of the LiteLLM gateway (ends in /v1).",
         )
         api_key: str = Field(default="", description="API key sent as a Bearer token.")
         model_name_prefix: str = Field(
@@ -161,7 +159,9 @@ class Pipe:
                 "id": model["id"],
                 # Models without the `lgos` metadata (e.g. a plain model behind the gateway)
                 # still chat, but none of the extras below are known to work with them.
-                "name": prefix + model["id"] + ("" if "lgos" in model else " (limited functionality)"),
+                "name": prefix
+                + model["id"]
+                + ("" if "lgos" in model else " (limited functionality)"),
             }
             for model in models
         ]
@@ -215,7 +215,9 @@ class _Turn:
         if self._emit:
             await self._emit({"type": "status", "data": {"description": description, "done": done}})
 
-    async def run(self, input_items: list[dict[str, Any]], metadata: dict[str, Any]) -> AsyncIterator[str]:
+    async def run(
+        self, input_items: list[dict[str, Any]], metadata: dict[str, Any]
+    ) -> AsyncIterator[str]:
         try:
             info = await self._model_info()
             values = self.user_valves.model_dump() if self.user_valves else {}
@@ -261,7 +263,11 @@ class _Turn:
                         return
                     yield f"> **Your answer:** {answer}\n\n"
                     outputs.append(
-                        {"type": "function_call_output", "call_id": call["call_id"], "output": answer}
+                        {
+                            "type": "function_call_output",
+                            "call_id": call["call_id"],
+                            "output": answer,
+                        }
                     )
                 request = {
                     **{k: v for k, v in request.items() if k != "input"},
@@ -296,10 +302,14 @@ class _Turn:
             raise LgosError(_error_message(created))
         response = created.json()
         self.active_id = response["id"]
+        # The id stays in the status history: it is what an operator looks up on the server.
+        await self.status(f"Started background run {response['id']}")
         polls = 0
         while response["status"] not in TERMINAL:
             label = "Queued" if response["status"] == "queued" else "Running"
-            await self.status(f"{label} in the background ({polls * self.valves.poll_interval_seconds:.0f} s)")
+            await self.status(
+                f"{label} in the background ({polls * self.valves.poll_interval_seconds:.0f} s)"
+            )
             await asyncio.sleep(self.valves.poll_interval_seconds)
             polls += 1
             polled = await self.client.get(f"/responses/{response['id']}")
@@ -310,10 +320,14 @@ class _Turn:
         await self._commentary(response)
         return response
 
-    async def _stream(self, request: dict[str, Any]) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
+    async def _stream(
+        self, request: dict[str, Any]
+    ) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
         """Stream a foreground Response: yields (text delta, None), then ("", final Response)."""
         phases: dict[str, str | None] = {}
-        async with self.client.stream("POST", "/responses", json={**request, "stream": True}) as http:
+        async with self.client.stream(
+            "POST", "/responses", json={**request, "stream": True}
+        ) as http:
             if http.status_code != 200:
                 await http.aread()
                 raise LgosError(_error_message(http))

@@ -161,7 +161,9 @@ def install_models(url: str, token: str, models: list[dict[str, Any]]) -> list[s
     for model in models:
         lgos = model.get("lgos") or {}
         features = ", ".join(lgos.get("features") or []) or "chat"
-        description = lgos.get("description") or "LGOS graph without metadata (limited functionality)."
+        description = (
+            lgos.get("description") or "LGOS graph without metadata (limited functionality)."
+        )
         form = {
             "id": f"{FUNCTION_ID}.{model['id']}",
             "base_model_id": None,
@@ -172,7 +174,9 @@ def install_models(url: str, token: str, models: list[dict[str, Any]]) -> list[s
                 "capabilities": {"vision": False, "file_upload": False, "citations": True},
             },
             "params": {},
-            "access_grants": [{"principal_type": "user", "principal_id": "*", "permission": "read"}],
+            "access_grants": [
+                {"principal_type": "user", "principal_id": "*", "permission": "read"}
+            ],
             "is_active": True,
         }
         try:

@@ -1,0 +1,219 @@
+"""Fixtures for the Open WebUI browser tests.
+
+The session starts real processes on free loopback ports and stops them at the end:
+``lgos serve demo.registry:create_registry`` (in-memory background engine), Open WebUI from its
+own environment (``demo/openwebui/run.sh``, data in a temporary folder), then the sync command.
+The browser is Debian's Chromium (/usr/bin/chromium) driven by Playwright, with every request
+that leaves the machine aborted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+HERE = Path(__file__).resolve().parent
+OPENWEBUI_DIR = HERE.parent
+REPO = OPENWEBUI_DIR.parent.parent
+SCREENSHOTS = REPO / "docs" / "img" / "openwebui"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+# Root needs --no-sandbox; the rest keep Chromium from calling Google's services.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+OFF_MACHINE = re.compile(r"^https?://(?!127\.0\.0\.1|localhost)")
+START_DEADLINE = 180.0  # seconds; Open WebUI alone takes 15-30 s to start on 2 cores
+
+# Generous: the machine may be busy (2 cores), and Open WebUI renders after its socket connects.
+expect.set_options(timeout=60_000)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def http_json(method: str, url: str, body: Any = None, token: str | None = None) -> Any:
+    request = urllib.request.Request(
+        url, data=None if body is None else json.dumps(body).encode(), method=method
+    )
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read().decode() or "null")
+
+
+def wait_for(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Poll ``url`` until it answers 200, failing early if the process died."""
+    deadline = time.monotonic() + START_DEADLINE
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"process exited with {process.returncode}:\n{log.read_text()[-3000:]}"
+            )
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except (OSError, urllib.error.URLError):
+            pass
+        time.sleep(0.25)
+    raise TimeoutError(
+        f"{url} did not answer within {START_DEADLINE} s:\n{log.read_text()[-3000:]}"
+    )
+
+
+def start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    # A new session, so that teardown stops the whole process group (run.sh execs Open WebUI).
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def lgos_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL (ending in /v1) of a real ``lgos serve`` with the demo graphs.
+
+    OPENWEBUI_TEST_LGOS_URL points the tests at a server that is already running instead
+    (e.g. the LiteLLM gateway of a running stack).
+    """
+    if os.environ.get("OPENWEBUI_TEST_LGOS_URL"):
+        yield os.environ["OPENWEBUI_TEST_LGOS_URL"].rstrip("/")
+        return
+    port = free_port()
+    log = tmp_path_factory.mktemp("lgos") / "lgos.log"
+    lgos = Path(sys.executable).with_name("lgos")
+    env = {**os.environ, "LGOS_BACKGROUND": "memory"}
+    command = [str(lgos), "serve", "demo.registry:create_registry", "--host", "127.0.0.1"]
+    process = start([*command, "--port", str(port)], log, env)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/v1/models", process, log)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        stop(process)
+
+
+@pytest.fixture(scope="session")
+def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A running Open WebUI talking to ``lgos_url``, with the LGOS function and models synced."""
+    # Idempotent: creates demo/openwebui/.venv on a fresh clone, else returns at once.
+    subprocess.run([str(OPENWEBUI_DIR / "setup.sh")], check=True)
+    data = tmp_path_factory.mktemp("openwebui")
+    port = free_port()
+    env = {
+        **os.environ,
+        "OPENWEBUI_DATA_DIR": str(data / "data"),
+        "OPENWEBUI_PORT": str(port),
+        "LGOS_BASE_URL": lgos_url,
+    }
+    process = start([str(OPENWEBUI_DIR / "run.sh")], data / "openwebui.log", env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(f"{url}/health", process, data / "openwebui.log")
+        sync = [
+            sys.executable,
+            str(OPENWEBUI_DIR / "sync.py"),
+            "--url",
+            url,
+            "--lgos-url",
+            lgos_url,
+        ]
+        # A short poll interval keeps the background tests quick; users keep the 1 s default.
+        subprocess.run([*sync, "--poll-interval", "0.25"], check=True)
+        yield url
+    finally:
+        stop(process)
+
+
+@pytest.fixture(scope="session")
+def admin_token(openwebui_url: str) -> str:
+    """Token of Open WebUI's single user (WEBUI_AUTH=false), an admin."""
+    token = http_json(
+        "POST", f"{openwebui_url}/api/v1/auths/signin", {"email": "", "password": ""}
+    )["token"]
+    # Mark this version's "What's New" as seen, so that it does not cover the chat.
+    version = http_json("GET", f"{openwebui_url}/api/config")["version"]
+    http_json(
+        "POST",
+        f"{openwebui_url}/api/v1/users/user/settings/update",
+        {"ui": {"version": version}},
+        token,
+    )
+    return token
+
+
+@pytest.fixture
+def user_valves(openwebui_url: str, admin_token: str) -> Any:
+    """Set the Pipe's user valves (what a user sets under Controls > Valves) for one test."""
+
+    def set_valves(**values: Any) -> None:
+        http_json(
+            "POST",
+            f"{openwebui_url}/api/v1/functions/id/lgos/valves/user/update",
+            {"run_in_background": False, **values},
+            admin_token,
+        )
+
+    return set_valves
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, admin_token: str) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    # The UI asks CDNs for fonts and the like; fail those at once instead of waiting.
+    context.route(OFF_MACHINE, lambda route: route.abort())
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def screenshot(page: Page, flow: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    # Toasts ("You're now logged in.") come and go on their own; keep them out of the picture.
+    page.screenshot(
+        path=str(SCREENSHOTS / f"{flow}.png"),
+        style="[data-sonner-toaster] { display: none !important; }",
+    )

@@ -1,0 +1,143 @@
+"""Open WebUI in a real browser, chatting with real LGOS graphs through the LGOS Pipe.
+
+Each test does what a user does (pick a model, type, press Enter, answer the review dialog,
+press Stop), asserts on what the page shows, and saves a screenshot for the docs page.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from conftest import http_json, screenshot
+from playwright.sync_api import Page, expect
+
+TOPIC = "Quarterly risks"
+
+
+def open_chat(page: Page, url: str, model: str) -> None:
+    page.goto(f"{url}/?models={model}", wait_until="domcontentloaded")
+    expect(page.locator("#chat-input")).to_be_visible()
+
+
+def send(page: Page, text: str) -> None:
+    # The chat box is a contenteditable editor, not an <input>: type into it like a user.
+    page.locator("#chat-input").click()
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+
+
+def last_answer(page: Page) -> Any:
+    """The text of the last assistant message (without its model name and status line)."""
+    return page.locator("#messages-container #response-content-container").last
+
+
+def status_line(page: Page) -> Any:
+    """The status line under the model name of the (last) answer."""
+    return page.get_by_role("button", name="Toggle status history").last
+
+
+def test_simple_graph_streams_answer(page: Page, openwebui_url: str, user_valves: Any) -> None:
+    user_valves()
+    open_chat(page, openwebui_url, "lgos.simple-graph")
+    send(page, "Hello from the browser")
+
+    # The graph echoes the question in its answer, streamed through the Pipe.
+    expect(last_answer(page)).to_contain_text("Hello from the browser")
+    expect(status_line(page)).to_have_text("Done")
+    screenshot(page, "simple-graph")
+
+
+def test_settings_from_valves_reach_the_graph(
+    page: Page, openwebui_url: str, user_valves: Any
+) -> None:
+    user_valves()
+    open_chat(page, openwebui_url, "lgos.simple-graph")
+    # Controls a user has in the chat: the model's Valves dialog, one row per graph setting.
+    page.locator("#model-valves-button").click()
+    dialog = page.get_by_role("dialog")
+    audience = dialog.get_by_text("Audience", exact=True).locator("xpath=../..")
+    audience.get_by_role("button", name="Default").click()  # switch to a custom value
+    audience.get_by_role("textbox").fill("expert")
+    screenshot(page, "valves")
+    dialog.get_by_role("button", name="Save").click()
+    expect(dialog).to_be_hidden()
+
+    send(page, "What is a graph?")
+    # simple-graph words its answer by audience: "In precise terms" is the expert tone.
+    expect(last_answer(page)).to_contain_text("In precise terms")
+    expect(last_answer(page)).to_contain_text("What is a graph?")
+    screenshot(page, "settings")
+
+
+def test_plain_openai_connection_still_works(page: Page, openwebui_url: str) -> None:
+    # The same graph through Open WebUI's own OpenAI connection (no Pipe involved).
+    open_chat(page, openwebui_url, "simple-graph")
+    send(page, "Hello over the plain connection")
+    expect(last_answer(page)).to_contain_text("Hello over the plain connection")
+    screenshot(page, "plain-connection")
+
+
+def test_background_review_approved(page: Page, openwebui_url: str, user_valves: Any) -> None:
+    user_valves(run_in_background=True, delay_seconds=0)
+    open_chat(page, openwebui_url, "lgos.background-interrupt")
+    send(page, TOPIC)
+
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("Confirm approves")
+    screenshot(page, "review-dialog")
+    dialog.get_by_role("button", name="Confirm").click()
+
+    messages = page.locator("#messages-container")
+    expect(messages).to_contain_text("Your answer: approve")
+    expect(messages).to_contain_text(f"Background report for: {TOPIC}")
+    expect(status_line(page)).to_have_text("Done")
+    screenshot(page, "review-approved")
+
+
+def test_background_review_rejected(page: Page, openwebui_url: str, user_valves: Any) -> None:
+    user_valves(run_in_background=True, delay_seconds=0)
+    open_chat(page, openwebui_url, "lgos.background-interrupt")
+    send(page, TOPIC)
+
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Cancel").click()
+
+    messages = page.locator("#messages-container")
+    expect(messages).to_contain_text("Your answer: reject")
+    expect(last_answer(page)).to_contain_text(re.compile("rejected", re.IGNORECASE))
+    expect(messages).not_to_contain_text(f"Background report for: {TOPIC}")
+    screenshot(page, "review-rejected")
+
+
+def test_stop_cancels_background_run(
+    page: Page, openwebui_url: str, lgos_url: str, user_valves: Any
+) -> None:
+    # Five minutes: the run can only end early if Stop cancels it.
+    user_valves(run_in_background=True, delay_seconds=300)
+    open_chat(page, openwebui_url, "lgos.background-mock")
+    send(page, "A long report")
+
+    expect(status_line(page)).to_contain_text("in the background")
+    # The status history names the background Response; the server is asked about it below.
+    status_line(page).click()
+    started = page.get_by_text(re.compile(r"Started background run \S+")).first
+    expect(started).to_be_visible()
+    response_id = started.inner_text().split()[-1]
+
+    page.get_by_role("button", name="Stop").click()
+    expect(status_line(page)).to_have_text("Cancelled")
+    screenshot(page, "stopped")
+
+    # Stop cancels Open WebUI's task; the Pipe then cancels the Response on the server.
+    deadline = time.monotonic() + 30
+    status = None
+    while time.monotonic() < deadline:
+        status = http_json("GET", f"{lgos_url}/responses/{response_id}")["status"]
+        if status == "cancelled":
+            break
+        time.sleep(0.2)
+    assert status == "cancelled"
