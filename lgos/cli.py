@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 import uvicorn
-from pydantic import ValidationError
 from uvicorn.main import main as uvicorn_main
 
 from lgos.errors import ConfigurationError
@@ -24,14 +23,13 @@ def _fail(message: str) -> None:
 
 
 def load_settings() -> Any:
+    """The `LGOS_*` settings, or exit with one line naming the bad variable."""
     from lgos.server.settings import ServerSettings
 
     try:
-        return ServerSettings()
-    except ValidationError as error:
-        first = error.errors()[0]
-        name = "LGOS_" + ".".join(str(part) for part in first["loc"])
-        _fail(f"invalid {name}: {first['msg']}")
+        return ServerSettings.from_environment()
+    except ConfigurationError as error:
+        _fail(str(error))
 
 
 def _resolve_registry(registry: str | None) -> str:
@@ -82,9 +80,10 @@ def _serve(ctx: click.Context, registry: str | None, **options: Any) -> None:
     except ConfigurationError as error:
         _fail(str(error))
     if options.get("log_config") is None:
-        from lgos.server.logging import logging_config
+        from lgos.server.logging import logging_config, registry_package
 
-        options["log_config"] = logging_config()
+        package = registry_package(registry)
+        options["log_config"] = logging_config((package,) if package else ())
     ctx.invoke(uvicorn_main, app=APP_FACTORY, factory=True, **options)
 
 
@@ -123,3 +122,7 @@ main.add_command(serve)
 main.add_command(worker)
 
 __all__ = ["main", "uvicorn"]
+
+
+if __name__ == "__main__":
+    main()

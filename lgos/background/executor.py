@@ -2,19 +2,73 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
+
+from langgraph.pregel import Pregel
 
 from lgos import context
 from lgos.background.protocol import BackgroundJob, RunStatus
 from lgos.errors import LgosError
-from lgos.registry import GraphRegistry
+from lgos.registry import GraphConfig, GraphFeature, GraphRegistry
+from lgos.run.coordinator import RunCoordinator
 from lgos.service import responses
 from lgos.wire import ids, responses_request
 from lgos.wire.errors import SERVER_ERROR_MESSAGE
 from lgos.wire.responses import failure
 
 logger = logging.getLogger("lgos.background")
+
+# LangGraph reads a run's durability mode from this configurable key when `astream` gets none.
+# "sync" commits each step's checkpoint before the next step starts, so a worker killed in
+# the middle of a node loses that node only, never a node that already finished.
+_DURABILITY_KEY = "__pregel_durability"
+
+
+class DurableRuns:
+    """Runs every background job checkpointed, so a job whose worker died is continued by
+    another worker from its last finished step instead of from scratch.
+
+    Graphs that declare INTERRUPTS already carry the shared checkpointer; the others are
+    copied with `checkpointer` (their checkpoint is deleted when the run ends, as for any
+    finished interrupt run). Built once per worker and reused for every job.
+    """
+
+    def __init__(self, checkpointer: Any, run_coordinator: RunCoordinator) -> None:
+        self.checkpointer = checkpointer
+        self.run_coordinator = run_coordinator
+        self._registries: dict[int, GraphRegistry] = {}
+
+    def registry(self, registry: GraphRegistry) -> GraphRegistry:
+        derived = self._registries.get(id(registry))
+        if derived is None:
+            derived = GraphRegistry(
+                graphs={model: self._config(config) for model, config in registry.graphs.items()},
+                run_coordinator=registry.run_coordinator or self.run_coordinator,
+            )
+            self._registries[id(registry)] = derived
+        return derived
+
+    def _config(self, config: GraphConfig) -> GraphConfig:
+        if not config.supports(GraphFeature.BACKGROUND):
+            return config
+        graph = config.graph
+        if isinstance(graph, Pregel):
+            durable: Any = self._durable(graph)
+        else:
+
+            async def durable(original: GraphConfig = config) -> Pregel:
+                return self._durable(await original.resolve_graph())
+
+        return dataclasses.replace(
+            config, graph=durable, features=config.features | {GraphFeature.INTERRUPTS}
+        )
+
+    def _durable(self, graph: Pregel) -> Pregel:
+        if graph.checkpointer in (None, False):
+            graph = graph.copy({"checkpointer": self.checkpointer})
+        return graph.with_config({"configurable": {_DURABILITY_KEY: "sync"}})
 
 
 def prepare_job(
@@ -30,17 +84,24 @@ def prepare_job(
 
 
 async def execute_background_job(
-    job: BackgroundJob, engine_run_id: str, registry: GraphRegistry
+    job: BackgroundJob,
+    engine_run_id: str,
+    registry: GraphRegistry,
+    *,
+    durable: DurableRuns | None = None,
 ) -> dict[str, Any]:
     """Run a job and return its Response JSON.
 
     No retries: a graph that raises yields a `failed` Response. A request problem found here
     (a stale interrupt answer, a busy run) keeps its message; anything else gets a generic
     message and the details go to the log. A run whose worker died is continued from its
-    last checkpoint when the graph has one, so finished nodes do not run again.
+    last checkpoint when the graph has one (always, with `durable`), so finished nodes do
+    not run again.
     """
     token = context.bind(model=job.model, run_id=job.run_id, engine_run_id=engine_run_id)
     try:
+        if durable is not None:
+            registry = durable.registry(registry)
         prepared = prepare_job(job, engine_run_id, registry)
         context.add(response_id=prepared.context.id)
         try:

@@ -44,6 +44,7 @@ class EventStreamResponse:
         lock = asyncio.Lock()
         last_sent = time.monotonic()
         client_left = False
+        finished = False
 
         async def watch() -> None:
             nonlocal client_left
@@ -58,8 +59,9 @@ class EventStreamResponse:
                             )
                     continue
                 if message["type"] == "http.disconnect":
-                    client_left = True
-                    streamer.cancel()
+                    if not finished:
+                        client_left = True
+                        streamer.cancel()
                     return
 
         token = context.bind(**self.log_fields)
@@ -70,6 +72,7 @@ class EventStreamResponse:
                 async with lock:
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
                 last_sent = time.monotonic()
+            finished = True
             async with lock:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
@@ -78,6 +81,7 @@ class EventStreamResponse:
             # The client left: the run was cancelled through the frame iterator; finish quietly.
             streamer.uncancel()
         finally:
+            finished = True
             watcher.cancel()
             await self.frames.aclose()  # type: ignore[attr-defined]
             context.reset(token)

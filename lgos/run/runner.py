@@ -31,7 +31,7 @@ from lgos.run.events import (
     Usage,
 )
 from lgos.run.request import REQUEST_CONFIG_KEY, GraphRequest
-from lgos.run.telemetry import Workflow
+from lgos.run.telemetry import Workflow, run_callbacks
 
 logger = logging.getLogger("lgos.run")
 
@@ -57,12 +57,16 @@ def runnable_config(
         metadata["lgos.run_id"] = checkpointing.run_id
     if request.conversation_id:
         metadata["langfuse_session_id"] = request.conversation_id
-    return {
+    run_config: dict[str, Any] = {
         "configurable": configurable,
         "metadata": metadata,
         "recursion_limit": config.recursion_limit,
         "run_name": "lgos.graph_run",
     }
+    callbacks = run_callbacks(request)  # tracing integrations (Langfuse), when enabled
+    if callbacks:
+        run_config["callbacks"] = callbacks
+    return run_config
 
 
 async def run_graph(

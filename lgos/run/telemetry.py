@@ -1,27 +1,77 @@
 """OpenTelemetry for graph executions: an `invoke_workflow {model}` span and a histogram.
 
 Only the OpenTelemetry API is used; nothing is recorded until the host installs an SDK (for
-example with `opentelemetry-instrument lgos serve ...`).
+example with `opentelemetry-instrument lgos serve ...`). The tracer and the histogram are
+fetched on first use, not at import, so a host or a test can choose the providers first
+(`use_providers`) without relying on the process-wide globals, which can be set only once.
+
+Run callbacks: integrations that trace graph steps (Langfuse) register a factory here; the
+runner adds what the factories return to each graph run's RunnableConfig.
 """
 
 from __future__ import annotations
 
+import threading
 import timeit
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import NonRecordingSpan, SpanKind, Status, StatusCode
 
-_SCOPE = "lgos"
-_tracer = trace.get_tracer(_SCOPE)
-_meter = metrics.get_meter(_SCOPE)
-_duration = _meter.create_histogram(
-    "gen_ai.invoke_workflow.duration",
-    unit="s",
-    description="Duration of a graph execution",
-    explicit_bucket_boundaries_advisory=[1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200],
-)
+if TYPE_CHECKING:
+    from lgos.run.request import GraphRequest
+
+SCOPE = "lgos"
+DURATION_METRIC = "gen_ai.invoke_workflow.duration"
+# The GenAI conventions' bucket advice for workflow durations (seconds).
+DURATION_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200)
+
+
+class _Instruments:
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None,
+        meter_provider: metrics.MeterProvider | None,
+    ) -> None:
+        self.tracer = trace.get_tracer(SCOPE, tracer_provider=tracer_provider)
+        meter = metrics.get_meter(SCOPE, meter_provider=meter_provider)
+        self.duration = meter.create_histogram(
+            DURATION_METRIC,
+            unit="s",
+            description="Duration of a graph execution",
+            explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+        )
+
+
+_lock = threading.Lock()
+_instruments: _Instruments | None = None
+
+
+def use_providers(
+    tracer_provider: trace.TracerProvider | None = None,
+    meter_provider: metrics.MeterProvider | None = None,
+) -> None:
+    """Record graph executions through these providers (None: the global ones).
+
+    Executions already running keep the instruments they started with.
+    """
+    global _instruments
+    with _lock:
+        _instruments = _Instruments(tracer_provider, meter_provider)
+
+
+def _current_instruments() -> _Instruments:
+    global _instruments
+    instruments = _instruments
+    if instruments is None:
+        with _lock:
+            if _instruments is None:
+                # The globals are proxies until an SDK is installed, then they delegate.
+                _instruments = _Instruments(None, None)
+            instruments = _instruments
+    return instruments
 
 
 def error_type(error: BaseException) -> str:
@@ -36,9 +86,10 @@ class Workflow:
     """One graph execution. The graph runs under the span's context, never under the span
     itself, so callbacks that write attributes onto the current span cannot reach it."""
 
-    __slots__ = ("_context", "_done", "_model", "_span", "_start")
+    __slots__ = ("_context", "_done", "_duration", "_model", "_span", "_start")
 
     def __init__(self, model: str, conversation_id: str | None) -> None:
+        instruments = _current_instruments()
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_workflow",
             "gen_ai.workflow.name": model,
@@ -46,7 +97,8 @@ class Workflow:
         if conversation_id:
             attributes["gen_ai.conversation.id"] = conversation_id
         self._model = model
-        self._span = _tracer.start_span(
+        self._duration = instruments.duration
+        self._span = instruments.tracer.start_span(
             f"invoke_workflow {model}", kind=SpanKind.INTERNAL, attributes=attributes
         )
         self._context = trace.set_span_in_context(NonRecordingSpan(self._span.get_span_context()))
@@ -67,6 +119,7 @@ class Workflow:
         self._finish(error)
 
     def _finish(self, error: BaseException | None) -> None:
+        # At most once: a run can end in its own handler and again in the consumer's close.
         if self._done:
             return
         self._done = True
@@ -76,5 +129,28 @@ class Workflow:
             attributes["error.type"] = kind
             self._span.set_attribute("error.type", kind)
             self._span.set_status(Status(StatusCode.ERROR, str(error) or kind))
-        _duration.record(timeit.default_timer() - self._start, attributes)
+        self._duration.record(timeit.default_timer() - self._start, attributes)
         self._span.end()
+
+
+CallbackFactory = Callable[["GraphRequest"], Sequence[Any]]
+_callback_factories: list[CallbackFactory] = []
+
+
+def add_run_callbacks(factory: CallbackFactory) -> Callable[[], None]:
+    """Add LangChain callbacks to every graph run from now on; returns the undo function."""
+    _callback_factories.append(factory)
+
+    def remove() -> None:
+        if factory in _callback_factories:
+            _callback_factories.remove(factory)
+
+    return remove
+
+
+def run_callbacks(request: GraphRequest) -> list[Any]:
+    """The callbacks for one graph run (new handler objects per run: they keep run state)."""
+    callbacks: list[Any] = []
+    for factory in list(_callback_factories):
+        callbacks.extend(factory(request))
+    return callbacks

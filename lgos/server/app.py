@@ -117,13 +117,17 @@ def create_app(
     factory: RegistryFactory | str, *, settings: ServerSettings | None = None
 ) -> FastAPI:
     """Build the application: resources and registry open in its lifespan."""
-    settings = settings or ServerSettings()
+    settings = settings or ServerSettings.from_environment()
     if isinstance(factory, str):
         factory = import_factory(factory)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            if settings.ENABLE_LANGFUSE:
+                from lgos.integrations.langfuse import langfuse_tracing
+
+                stack.enter_context(langfuse_tracing())
             resources = await stack.enter_async_context(open_resources(settings))
             registry = await stack.enter_async_context(open_registry(factory, resources))
             background = await stack.enter_async_context(
@@ -160,7 +164,7 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """The factory `lgos serve` hands to Uvicorn, so --reload and --workers can import it."""
-    settings = ServerSettings()
+    settings = ServerSettings.from_environment()
     if not settings.REGISTRY:
         raise ConfigurationError("LGOS_REGISTRY is not set")
     return create_app(settings.REGISTRY, settings=settings)

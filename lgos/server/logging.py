@@ -1,4 +1,11 @@
-"""Logging for `lgos serve` and `lgos worker`: JSON records on stdout, readable on a TTY."""
+"""Logging for `lgos serve` and `lgos worker`: JSON records on stdout, readable on a TTY.
+
+Request fields reach records through a filter on the stdout handler, which mutates each record
+in place: handlers attached to the root logger after it (the OTLP handler that
+`opentelemetry-instrument` adds) see the fields too. Not a LogRecord factory: a factory would
+stamp `model` before `extra=` is applied, and the standard library then raises KeyError for
+any log call in a graph node that passes `extra={"model": ...}`.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +15,37 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from opentelemetry import trace
+
 from lgos import context
 
 # LogRecord attributes that are not user extras.
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
+# Loggers shown at INFO besides the registry's own package; everything else at WARNING.
+INFO_LOGGERS = ("lgos", "uvicorn", "uvicorn.error", "uvicorn.access", "dbos", "hatchet_sdk")
 
 
 class RequestContextFilter(logging.Filter):
-    """Copies the current request's fields onto every record (graph nodes' records too)."""
+    """Copies the current request's fields (and the trace ids) onto every record; a value the
+    log call passed itself wins."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        fields = record.__dict__
         for key, value in context.current().items():
-            if not hasattr(record, key):
-                setattr(record, key, value)
+            fields.setdefault(key, value)
+        span_context = trace.get_current_span().get_span_context()
+        if span_context.is_valid and "trace_id" not in fields:
+            fields["trace_id"] = trace.format_trace_id(span_context.trace_id)
+            fields["span_id"] = trace.format_span_id(span_context.span_id)
         return True
+
+
+def _extras(record: logging.LogRecord) -> dict[str, Any]:
+    return {
+        key: value
+        for key, value in vars(record).items()
+        if key not in _STANDARD and not key.startswith("_")
+    }
 
 
 class JSONFormatter(logging.Formatter):
@@ -32,9 +56,7 @@ class JSONFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                payload[key] = value
+        payload.update(_extras(record))
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)
@@ -42,11 +64,7 @@ class JSONFormatter(logging.Formatter):
 
 class ConsoleFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        extras = " ".join(
-            f"{key}={value}"
-            for key, value in vars(record).items()
-            if key not in _STANDARD and not key.startswith("_")
-        )
+        extras = " ".join(f"{key}={value}" for key, value in _extras(record).items())
         time = datetime.fromtimestamp(record.created).strftime("%H:%M:%S")
         line = f"{time} {record.levelname:<7} {record.name}: {record.getMessage()}"
         if extras:
@@ -56,17 +74,20 @@ class ConsoleFormatter(logging.Formatter):
         return line
 
 
-def logging_config(extra_loggers: tuple[str, ...] = ()) -> dict[str, Any]:
-    formatter = "console" if sys.stdout.isatty() else "json"
-    info_loggers = (
-        "lgos",
-        "uvicorn",
-        "uvicorn.error",
-        "uvicorn.access",
-        "dbos",
-        "hatchet_sdk",
-        *extra_loggers,
-    )
+def registry_package(registry: str | None) -> str | None:
+    """The top-level package of `module:attribute` (its loggers are shown at INFO)."""
+    if not registry:
+        return None
+    return registry.partition(":")[0].split(".")[0] or None
+
+
+def logging_config(
+    extra_loggers: tuple[str, ...] = (), *, json_output: bool | None = None
+) -> dict[str, Any]:
+    """A `logging.config.dictConfig` configuration (what `lgos serve` gives Uvicorn)."""
+    if json_output is None:
+        json_output = not sys.stdout.isatty()
+    info_loggers = dict.fromkeys((*INFO_LOGGERS, *extra_loggers))
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -79,10 +100,12 @@ def logging_config(extra_loggers: tuple[str, ...] = ()) -> dict[str, Any]:
             "stdout": {
                 "class": "logging.StreamHandler",
                 "stream": "ext://sys.stdout",
-                "formatter": formatter,
+                "formatter": "json" if json_output else "console",
                 "filters": ["request_context"],
             }
         },
+        # Handlers only on the root, so Uvicorn's loggers propagate to it (and to any handler
+        # OpenTelemetry adds there) instead of writing through handlers of their own.
         "root": {"level": "WARNING", "handlers": ["stdout"]},
         "loggers": {
             name: {"level": "INFO", "handlers": [], "propagate": True} for name in info_loggers

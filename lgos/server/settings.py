@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import os
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+
+from lgos.errors import ConfigurationError
+
+PREFIX = "LGOS_"
 
 
 class ServerSettings(BaseSettings):
@@ -16,7 +21,7 @@ class ServerSettings(BaseSettings):
     """
 
     model_config = SettingsConfigDict(
-        env_prefix="LGOS_", env_ignore_empty=True, frozen=True, extra="ignore"
+        env_prefix=PREFIX, env_ignore_empty=True, frozen=True, extra="ignore"
     )
 
     REGISTRY: str | None = Field(default=None, description="module:attribute of the factory")
@@ -37,3 +42,35 @@ class ServerSettings(BaseSettings):
         if not value.startswith("/"):
             raise ValueError("must start with '/'")
         return value.rstrip("/") or "/"
+
+    @classmethod
+    def from_environment(cls, **overrides: Any) -> ServerSettings:
+        """Read the environment; a bad value raises ConfigurationError with a one-line
+        message naming the variable, for the command to print instead of a traceback."""
+        try:
+            return cls(**overrides)
+        except ValidationError as error:
+            raise ConfigurationError(_describe(error)) from None
+        except SettingsError as error:
+            # Raised before validation when a JSON list (LGOS_CORS_ORIGINS) does not parse.
+            field = _field_in(str(error))
+            name = PREFIX + field if field else "an LGOS_* variable"
+            raise ConfigurationError(f"{name}: expected a JSON list, such as '[\"a\"]'") from None
+
+
+def _describe(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"][:1])
+        name = PREFIX + field
+        raw = os.environ.get(name)
+        shown = f"{name}={raw}" if raw is not None and "URI" not in field else name
+        problems.append(f"{shown}: {item['msg']}")
+    return "; ".join(problems)
+
+
+def _field_in(message: str) -> str | None:
+    for field in ServerSettings.model_fields:
+        if f'"{field}"' in message:
+            return field
+    return None

@@ -130,14 +130,20 @@ def url_citations(citations: Iterable[Citation]) -> list[dict[str, Any]]:
     ]
 
 
-def message_item(item_id: str, text: str, phase: str, status: str = "completed") -> dict[str, Any]:
+def message_item(
+    item_id: str,
+    text: str,
+    phase: str,
+    status: str = "completed",
+    annotations: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     return {
         "type": "message",
         "id": item_id,
         "role": "assistant",
         "status": status,
         "phase": phase,
-        "content": [text_part(text)],
+        "content": [text_part(text, annotations)],
     }
 
 
@@ -314,11 +320,11 @@ class ResponsesStream:
             ),
         ]
 
-    def _close_answer(self) -> list[bytes]:
+    def _close_answer(self, annotations: list[dict[str, Any]]) -> list[bytes]:
         if self._answer_id is None:
             return []
         text = "".join(self._answer_text)
-        item = message_item(self._answer_id, text, "final_answer")
+        item = message_item(self._answer_id, text, "final_answer", annotations=annotations)
         self._output[self._answer_index] = item
         common = {
             "item_id": self._answer_id,
@@ -326,8 +332,17 @@ class ResponsesStream:
             "content_index": 0,
         }
         frames = [
+            self._event(
+                "response.output_text.annotation.added",
+                {**common, "annotation_index": index, "annotation": annotation},
+            )
+            for index, annotation in enumerate(annotations)
+        ]
+        frames += [
             self._event("response.output_text.done", {**common, "text": text, "logprobs": []}),
-            self._event("response.content_part.done", {**common, "part": text_part(text)}),
+            self._event(
+                "response.content_part.done", {**common, "part": text_part(text, annotations)}
+            ),
             self._event(
                 "response.output_item.done", {"output_index": self._answer_index, "item": item}
             ),

@@ -28,7 +28,8 @@ from lgos.wire.validation import check_metadata, unsupported, validate
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: "yes" is not a boolean and "2" is not a number in an API request.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class InputText(_Body):

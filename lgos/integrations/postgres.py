@@ -1,0 +1,333 @@
+"""PostgreSQL persistence: LangGraph's saver and store and the run coordinator on one pool.
+
+With `LGOS_POSTGRES_URI` set, paused runs survive restarts and are shared by every replica:
+the checkpoints live in LangGraph's tables, the pause index in `lgos_paused_runs`, and the
+single-flight lease of a run is a session-level advisory lock, so it vanishes with the session
+of a process that dies.
+
+Pool budget (`LGOS_POSTGRES_POOL_SIZE` = N connections per process): a lease keeps one
+connection for as long as its run executes, so leases may take at most `N // 2` of them; the
+rest serve checkpoint and store I/O, which a running graph needs while it holds its lease.
+Without that bound, N concurrent runs would hold every connection and wait forever for one
+more to write their checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.store.postgres.aio import AsyncPostgresStore
+from psycopg import AsyncConnection
+from psycopg.rows import DictRow, dict_row, tuple_row
+from psycopg_pool import AsyncConnectionPool
+
+from lgos.errors import ConfigurationError, LgosError, RunBusyError
+from lgos.server.resources import ServerResources
+from lgos.server.settings import ServerSettings
+
+__all__ = [
+    "PostgresRunCoordinator",
+    "RunCapacityError",
+    "apply_migrations",
+    "open_postgres_resources",
+]
+
+logger = logging.getLogger("lgos.postgres")
+
+Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
+
+# Advisory locks live in one namespace per database, shared with every other application in
+# it. Keys are hashed from a prefixed name so LGOS's keys do not collide with theirs.
+_RUN_LOCK_PREFIX = "lgos.run:"
+_MIGRATION_LOCK_NAME = "lgos.migrations"
+_TRY_LOCK = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
+_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
+
+# LGOS's own schema, applied in order and recorded in lgos_migrations like LangGraph's.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS lgos_paused_runs (
+        thread_id text PRIMARY KEY,
+        paused_at timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS lgos_paused_runs_paused_at_idx ON lgos_paused_runs (paused_at)",
+)
+
+_MIGRATION_LOCK_POLL_SECONDS = 0.2
+_MIGRATION_LOCK_TIMEOUT_SECONDS = 600.0
+_DEFAULT_LEASE_WAIT_SECONDS = 30.0
+
+
+class RunCapacityError(LgosError):
+    """Every lease slot of this process is taken; a retry later (or elsewhere) may succeed."""
+
+    status_code = 503
+    error_type = "server_error"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The server is running as many paused-capable runs as its database pool allows; "
+            "try again shortly.",
+            code="run_capacity_exhausted",
+        )
+
+
+class PostgresRunCoordinator:
+    """Run leases as session advisory locks, and the pause index as a table.
+
+    A lease takes a connection from `pool`, holds `pg_try_advisory_lock` on it for as long as
+    the run executes, then unlocks and returns the connection, even when the holder is
+    cancelled. At most `max_leases` leases exist at once per process (default: half the
+    pool); a further lease waits up to `lease_wait_seconds` for a slot, then fails with
+    `RunCapacityError` (503, which clients retry).
+
+    Pause times come from the database clock (`now()`), so replicas with skewed clocks agree
+    on which pauses are old.
+    """
+
+    def __init__(
+        self,
+        pool: Pool,
+        *,
+        max_leases: int | None = None,
+        lease_wait_seconds: float = _DEFAULT_LEASE_WAIT_SECONDS,
+    ) -> None:
+        if max_leases is None:
+            max_leases = max(1, pool.max_size // 2)
+        if max_leases < 1:
+            raise ValueError("max_leases must be at least 1")
+        self._pool = pool
+        self.max_leases = max_leases
+        self._lease_wait_seconds = lease_wait_seconds
+        self._slots = asyncio.Semaphore(max_leases)
+
+    def lease(self, key: str) -> AbstractAsyncContextManager[None]:
+        return self._lease(key)
+
+    @asynccontextmanager
+    async def _lease(self, key: str) -> AsyncIterator[None]:
+        lock_name = _RUN_LOCK_PREFIX + key
+        try:
+            async with asyncio.timeout(self._lease_wait_seconds):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise RunCapacityError() from None
+        try:
+            conn = await self._lock(lock_name)
+        except BaseException:
+            self._slots.release()
+            raise
+        try:
+            yield
+        finally:
+            # Shielded: a cancelled holder must still unlock, or the run stays busy until
+            # the connection dies. The slot is given back only once the connection is.
+            await asyncio.shield(self._unlock(conn, lock_name))
+
+    async def _lock(self, lock_name: str) -> AsyncConnection[DictRow]:
+        conn = await self._pool.getconn()
+        try:
+            async with conn.cursor(row_factory=tuple_row) as cursor:
+                await cursor.execute(_TRY_LOCK, (lock_name,))
+                row = await cursor.fetchone()
+        except BaseException:
+            # Interrupted mid-query we cannot tell whether the lock was taken: closing the
+            # session drops it either way.
+            await asyncio.shield(self._discard(conn))
+            raise
+        if row is None or not row[0]:
+            await asyncio.shield(self._pool.putconn(conn))
+            raise RunBusyError()
+        return conn
+
+    async def _unlock(self, conn: AsyncConnection[DictRow], lock_name: str) -> None:
+        try:
+            unlocked = False
+            try:
+                async with conn.cursor(row_factory=tuple_row) as cursor:
+                    await cursor.execute(_UNLOCK, (lock_name,))
+                    row = await cursor.fetchone()
+                    unlocked = bool(row and row[0])
+            except Exception as error:
+                logger.warning(
+                    "run_lease.unlock_failed", extra={"error.type": type(error).__qualname__}
+                )
+            if not unlocked:
+                # Never put a connection that may still hold a lease back into the pool.
+                await self._discard(conn)
+            else:
+                await self._pool.putconn(conn)
+        finally:
+            self._slots.release()
+
+    async def _discard(self, conn: AsyncConnection[DictRow]) -> None:
+        try:
+            await conn.close()
+        finally:
+            # The pool replaces a closed connection instead of reusing it.
+            await self._pool.putconn(conn)
+
+    async def mark_paused(self, key: str) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO lgos_paused_runs (thread_id, paused_at) VALUES (%s, now()) "
+                "ON CONFLICT (thread_id) DO UPDATE SET paused_at = excluded.paused_at",
+                (key,),
+            )
+
+    async def mark_done(self, key: str) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute("DELETE FROM lgos_paused_runs WHERE thread_id = %s", (key,))
+
+    async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
+        async with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                "SELECT thread_id FROM lgos_paused_runs WHERE paused_at < %s "
+                "ORDER BY paused_at, thread_id LIMIT %s",
+                (cutoff, limit),
+            )
+            return [str(row[0]) for row in await cur.fetchall()]
+
+    async def paused_at(self, key: str) -> datetime | None:
+        async with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute("SELECT paused_at FROM lgos_paused_runs WHERE thread_id = %s", (key,))
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        paused: datetime = row[0]
+        return paused
+
+
+async def apply_migrations(
+    pool: Pool,
+    saver: AsyncPostgresSaver,
+    store: AsyncPostgresStore,
+    *,
+    lock_timeout_seconds: float = _MIGRATION_LOCK_TIMEOUT_SECONDS,
+) -> None:
+    """Create or upgrade LangGraph's tables and LGOS's, one process at a time.
+
+    The lock is taken with `pg_try_advisory_lock` in a polling loop, never with the blocking
+    `pg_advisory_lock`: LangGraph's migrations use CREATE INDEX CONCURRENTLY, which waits for
+    every open transaction of the database, including a replica's `pg_advisory_lock` statement
+    blocked on this very lock. PostgreSQL then reports a deadlock and that replica fails to
+    start. A polling statement ends at once, so the index build never waits on it.
+    """
+    async with pool.connection() as lock_conn:
+        await _wait_for_lock(lock_conn, _MIGRATION_LOCK_NAME, lock_timeout_seconds)
+        try:
+            await saver.setup()
+            await store.setup()
+            await _apply_own_migrations(pool)
+        finally:
+            await asyncio.shield(_release_migration_lock(lock_conn))
+
+
+async def _wait_for_lock(conn: AsyncConnection[DictRow], name: str, limit_seconds: float) -> None:
+    deadline = time.monotonic() + limit_seconds
+    waiting_logged = False
+    while True:
+        async with conn.cursor(row_factory=tuple_row) as cursor:
+            await cursor.execute(_TRY_LOCK, (name,))
+            row = await cursor.fetchone()
+        if row is not None and row[0]:
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"another process held the {name!r} lock for {limit_seconds:.0f}s")
+        if not waiting_logged:
+            logger.info("postgres.migrations.waiting", extra={"detail": "another replica migrates"})
+            waiting_logged = True
+        await asyncio.sleep(_MIGRATION_LOCK_POLL_SECONDS)
+
+
+async def _release_migration_lock(conn: AsyncConnection[DictRow]) -> None:
+    try:
+        await conn.execute(_UNLOCK, (_MIGRATION_LOCK_NAME,))
+    except Exception:
+        # The pool discards a broken connection, and its session's locks die with it.
+        logger.warning("postgres.migrations.unlock_failed", exc_info=True)
+
+
+async def _apply_own_migrations(pool: Pool) -> None:
+    async with pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute("CREATE TABLE IF NOT EXISTS lgos_migrations (v integer PRIMARY KEY)")
+        await cur.execute("SELECT max(v) FROM lgos_migrations")
+        row = await cur.fetchone()
+        current = -1 if row is None or row[0] is None else int(row[0])
+        for version in range(current + 1, len(MIGRATIONS)):
+            # One transaction per step, so a crash never records a step that did not happen.
+            async with conn.transaction():
+                await cur.execute(MIGRATIONS[version])
+                await cur.execute("INSERT INTO lgos_migrations (v) VALUES (%s)", (version,))
+
+
+def _connection_kwargs() -> dict[str, Any]:
+    return {
+        # LangGraph's migrations use CREATE INDEX CONCURRENTLY (not allowed in a transaction),
+        # and every checkpoint write should commit on its own.
+        "autocommit": True,
+        # What LangGraph's saver and store expect from the connections they are given.
+        "row_factory": dict_row,
+        # Prepare statements on first use (LangGraph's documented value). Transaction-mode
+        # poolers (PgBouncer, Supavisor) are unsupported anyway: leases are session locks.
+        "prepare_threshold": 0,
+    }
+
+
+@asynccontextmanager
+async def open_postgres_resources(settings: ServerSettings) -> AsyncIterator[ServerResources]:
+    """Open the pool, migrate under an advisory lock, and yield PostgreSQL-backed resources."""
+    if not settings.POSTGRES_URI:
+        raise ConfigurationError("LGOS_POSTGRES_URI is not set")
+    size = settings.POSTGRES_POOL_SIZE
+    if size < 2:
+        raise ConfigurationError(
+            "LGOS_POSTGRES_POOL_SIZE must be at least 2: a run holds one connection for its "
+            "lease and needs another to write its checkpoints"
+        )
+    pool: Pool = AsyncConnectionPool(
+        settings.POSTGRES_URI,
+        min_size=size,
+        max_size=size,
+        kwargs=_connection_kwargs(),
+        open=False,
+        name="lgos",
+    )
+    await pool.open(wait=True)
+    try:
+        coordinator = PostgresRunCoordinator(pool)
+        saver = AsyncPostgresSaver(pool)  # no pipeline: each call takes its own connection
+        # The saver serializes all its I/O through one asyncio.Lock per instance (LangGraph
+        # #7259), needed only for a single shared connection. On a pool each call checks out
+        # its own connection, so let as many run as the connections leases leave free.
+        saver.lock = asyncio.Semaphore(max(1, size - coordinator.max_leases))  # type: ignore[assignment]
+        store = AsyncPostgresStore(pool)
+        try:
+            await apply_migrations(pool, saver, store)
+            yield ServerResources(
+                checkpointer=saver,
+                store=store,
+                run_coordinator=coordinator,
+                settings=settings,
+                pool=pool,
+            )
+        finally:
+            _stop_store_batcher(store)
+    finally:
+        await pool.close()
+
+
+def _stop_store_batcher(store: AsyncPostgresStore) -> None:
+    # The store batches operations in a task it starts itself and only cancels when garbage
+    # collected; cancel it before the pool closes so it cannot run against a closed pool.
+    task = getattr(store, "_task", None)
+    if task is not None:
+        task.cancel()

@@ -1,0 +1,95 @@
+"""`lgos worker MODULE:FACTORY`: run background Responses for the configured engine.
+
+The worker opens the same resources (`open_resources`) and registry factory as `lgos serve`, so
+a graph runs with the same checkpointer, store and run coordinator in both. It logs like
+`lgos serve` and stops gracefully on SIGTERM or SIGINT: it takes no new runs, lets running
+ones finish for `LGOS_WORKER_SHUTDOWN_GRACE_SECONDS`, and leaves the rest to be continued by
+another worker from their last checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import logging.config
+import os
+import signal
+import socket
+from contextlib import AsyncExitStack
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from lgos.errors import ConfigurationError
+from lgos.server.app import RegistryFactory, import_factory, open_registry
+from lgos.server.logging import logging_config
+from lgos.server.resources import open_resources
+from lgos.server.settings import ServerSettings
+
+logger = logging.getLogger("lgos.worker")
+
+
+class WorkerSettings(BaseSettings):
+    """`LGOS_WORKER_*` settings that only `lgos worker` reads."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="LGOS_WORKER_", env_ignore_empty=True, frozen=True, extra="ignore"
+    )
+
+    # A stable name per worker (DBOS executor id). Unset: host name and process id.
+    ID: str | None = Field(default=None, min_length=1, max_length=200)
+    # How often a worker looks for runs whose worker died (DBOS).
+    RECOVERY_INTERVAL_SECONDS: float = Field(default=10.0, gt=0)
+    # How long running runs may finish after SIGTERM before the process exits.
+    SHUTDOWN_GRACE_SECONDS: float = Field(default=20.0, ge=0)
+
+    def executor_id(self) -> str:
+        return self.ID or f"{socket.gethostname()}-{os.getpid()}"
+
+
+def worker_resources_settings(settings: ServerSettings) -> ServerSettings:
+    """Each background run holds a run lease (one pooled connection) and writes checkpoints
+    (another), so a worker's pool must fit two connections per slot."""
+    needed = 2 * settings.WORKER_SLOTS + 1
+    if settings.POSTGRES_URI and settings.POSTGRES_POOL_SIZE < needed:
+        return settings.model_copy(update={"POSTGRES_POOL_SIZE": needed})
+    return settings
+
+
+def run_worker(registry_path: str, settings: ServerSettings) -> None:
+    """Blocks until SIGTERM/SIGINT. Raises ConfigurationError for a bad setup."""
+    logging.config.dictConfig(logging_config())
+    factory = import_factory(registry_path)
+    worker_settings = WorkerSettings()
+    if settings.BACKGROUND == "hatchet":
+        from lgos.integrations.hatchet import run_hatchet_worker
+
+        # Hatchet's worker owns its event loop (it refuses to start inside a running one).
+        run_hatchet_worker(factory, settings, worker_settings)
+        return
+    if settings.BACKGROUND != "dbos":
+        raise ConfigurationError("lgos worker needs LGOS_BACKGROUND=dbos or hatchet")
+    asyncio.run(_run_dbos(factory, worker_resources_settings(settings), worker_settings))
+
+
+async def _run_dbos(
+    factory: RegistryFactory, settings: ServerSettings, worker_settings: WorkerSettings
+) -> None:
+    from lgos.integrations.dbos import DBOSWorker
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with AsyncExitStack() as stack:
+        resources = await stack.enter_async_context(open_resources(settings))
+        registry = await stack.enter_async_context(open_registry(factory, resources))
+        worker = DBOSWorker(
+            settings,
+            registry,
+            resources,
+            executor_id=worker_settings.executor_id(),
+            recovery_interval=worker_settings.RECOVERY_INTERVAL_SECONDS,
+        )
+        await worker.run(stop, shutdown_grace=worker_settings.SHUTDOWN_GRACE_SECONDS)
+    logger.info("worker.stopped")

@@ -1,0 +1,51 @@
+"""Shared fixtures: the test registry served in-process, and the official SDK in strict mode."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx2
+import pytest
+from fastapi import FastAPI
+from openai import AsyncOpenAI
+
+from lgos import InMemoryBackgroundBackend, LanggraphOpenaiServe
+from tests.support.graphs import Probe, build_registry
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def probe() -> Probe:
+    return Probe()
+
+
+@pytest.fixture
+async def app(probe: Probe) -> AsyncIterator[FastAPI]:
+    registry = build_registry(probe)
+    background = InMemoryBackgroundBackend(registry)
+    application = FastAPI()
+    LanggraphOpenaiServe(registry, application, background=background).bind_openai_api()
+    async with background.lifespan():
+        yield application
+
+
+@pytest.fixture
+async def http(app: FastAPI) -> AsyncIterator[httpx2.AsyncClient]:
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
+        yield client
+
+
+@pytest.fixture
+def client(http: httpx2.AsyncClient) -> AsyncOpenAI:
+    return AsyncOpenAI(
+        base_url="http://test/v1",
+        api_key="test",
+        http_client=http,
+        _strict_response_validation=True,
+        max_retries=0,
+    )

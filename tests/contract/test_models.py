@@ -1,0 +1,44 @@
+"""Model discovery with the `lgos` extension."""
+
+from __future__ import annotations
+
+import httpx2
+import pytest
+from openai import AsyncOpenAI, NotFoundError
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_listing_has_one_entry_per_graph_with_features(client: AsyncOpenAI) -> None:
+    models = await client.models.list()
+    by_id = {model.id: model for model in models.data}
+    assert "echo" in by_id and "approval" in by_id
+    approval = by_id["approval"].model_extra["lgos"]  # type: ignore[index]
+    assert approval["features"] == ["interrupts"]
+    assert approval["description"] == "Asks"
+    assert by_id["tool-caller"].model_extra["lgos"]["client_tools"] == ["get_weather"]  # type: ignore[index]
+    assert "client_settings" not in by_id["echo"].model_extra["lgos"]  # type: ignore[index]
+
+
+async def test_detail_publishes_the_settings_schema_and_defaults(client: AsyncOpenAI) -> None:
+    model = await client.models.retrieve("echo")
+    settings = model.model_extra["lgos"]["client_settings"]  # type: ignore[index]
+    assert settings["defaults"] == {"prefix": "echo", "repeat": 1}
+    assert set(settings["json_schema"]["properties"]) == {"prefix", "repeat"}
+
+
+async def test_unknown_model_is_404_model_not_found(client: AsyncOpenAI) -> None:
+    with pytest.raises(NotFoundError) as raised:
+        await client.models.retrieve("nope/with-slash")
+    assert raised.value.code == "model_not_found"
+
+
+async def test_health_and_version(http: httpx2.AsyncClient) -> None:
+    assert (await http.get("/v1/health")).status_code == 200
+    assert (await http.get("/v1/version")).json()["version"]
+
+
+async def test_unknown_route_gets_an_openai_error(http: httpx2.AsyncClient) -> None:
+    response = await http.get("/v1/files")
+    assert response.status_code == 404
+    assert set(response.json()["error"]) == {"message", "type", "param", "code"}

@@ -1,0 +1,265 @@
+"""Graphs built for the contract tests. Each one makes one behaviour observable."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.pregel import Pregel
+from langgraph.types import interrupt
+from pydantic import BaseModel
+
+from demo.graphs.fake_model import ScriptedChatModel
+from lgos import (
+    ClientSettings,
+    GraphConfig,
+    GraphFeature,
+    GraphRegistry,
+    InMemoryRunCoordinator,
+    get_request,
+    status_event,
+)
+
+
+def single_node(node: Any, state: type = MessagesState, checkpointer: Any = None) -> Pregel:
+    builder = StateGraph(state)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    builder.add_edge("node", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def describe(messages: list[BaseMessage]) -> str:
+    """The conversation as the graph saw it, e.g. `system:Be brief|human:hi`."""
+    return "|".join(f"{message.type}:{message.text}" for message in messages)
+
+
+@dataclass
+class Probe:
+    """Lets a test observe and steer a running graph without sleeping."""
+
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    side_effects: list[str] = field(default_factory=list)
+
+
+class EchoSettings(ClientSettings):
+    prefix: str = "echo"
+    repeat: int = 1
+
+
+def echo_graph() -> Pregel:
+    """Streams a description of the conversation it received."""
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        request = get_request()
+        settings = request.settings
+        assert isinstance(settings, EchoSettings)
+        text = f"{settings.prefix}: " + describe(state["messages"]) * settings.repeat
+        model = ScriptedChatModel(script=lambda _m: text)
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    return single_node(node)
+
+
+def tool_caller_graph() -> Pregel:
+    """Asks the client to run its first tool; after a tool result, reports it."""
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if isinstance(last, ToolMessage):
+            return {"messages": [AIMessage(content=f"The tool said: {last.text}")]}
+        tools = get_request().tools
+        if not tools:
+            return {"messages": [AIMessage(content="No tools to call.")]}
+        call = {"id": "call_weather_1", "name": tools[0].name, "args": {"city": "Paris"}}
+        return {"messages": [AIMessage(content="", tool_calls=[call])]}
+
+    return single_node(node)
+
+
+def failing_graph() -> Pregel:
+    """Streams a few words, then raises."""
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        model = ScriptedChatModel(script=lambda _m: "partial answer")
+        await model.ainvoke(state["messages"])
+        raise RuntimeError("secret internal detail")
+
+    return single_node(node)
+
+
+def blocking_graph(probe: Probe) -> Pregel:
+    """Streams one word, then waits for the test; records cancellation."""
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        first = ScriptedChatModel(script=lambda _m: "waiting")
+        await first.ainvoke(state["messages"])
+        probe.started.set()
+        try:
+            await probe.release.wait()
+        except asyncio.CancelledError:
+            probe.cancelled.set()
+            raise
+        return {"messages": [AIMessage(content="waiting released")]}
+
+    return single_node(node)
+
+
+def progress_graph() -> Pregel:
+    async def node(state: MessagesState) -> dict[str, Any]:
+        status_event("Step one")
+        status_event("Step two")
+        return {"messages": [AIMessage(content="All done.")]}
+
+    return single_node(node)
+
+
+def cited_graph() -> Pregel:
+    async def node(state: MessagesState) -> dict[str, Any]:
+        text = "LangGraph runs graphs. It streams."
+        block = {
+            "type": "text",
+            "text": text,
+            "annotations": [
+                {
+                    "type": "citation",
+                    "url": "https://example.org/langgraph",
+                    "title": "LangGraph",
+                    "start_index": 0,
+                    "end_index": 22,
+                }
+            ],
+        }
+        return {"messages": [AIMessage(content=[block])]}
+
+    return single_node(node)
+
+
+class ApprovalState(MessagesState):
+    decision: str
+
+
+def approval_graph(checkpointer: Any, probe: Probe) -> Pregel:
+    """ask → act; the side effect (a counter) happens only in `act`, after the answer."""
+
+    async def ask(state: ApprovalState) -> dict[str, Any]:
+        answer = interrupt({"question": "Approve?", "choices": ["approve", "reject"]})
+        return {"decision": str(answer)}
+
+    async def act(state: ApprovalState) -> dict[str, Any]:
+        if state["decision"] == "approve":
+            probe.side_effects.append("done")
+            return {"messages": [AIMessage(content="Approved and done.")]}
+        return {"messages": [AIMessage(content=f"Not done: {state['decision']}.")]}
+
+    builder = StateGraph(ApprovalState)
+    builder.add_node("ask", ask)
+    builder.add_node("act", act)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "act")
+    builder.add_edge("act", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def two_questions_graph(checkpointer: Any) -> Pregel:
+    """One node asks two questions in a row (LangGraph 1.2 gives each its own id)."""
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        name = interrupt({"question": "Name?"})
+        color = interrupt({"question": "Favourite colour?"})
+        return {"messages": [AIMessage(content=f"{name} likes {color}.")]}
+
+    return single_node(node, checkpointer=checkpointer)
+
+
+class Booking(BaseModel):
+    seats: int
+    seat_class: str
+
+
+def schema_graph(checkpointer: Any) -> Pregel:
+    async def node(state: MessagesState) -> dict[str, Any]:
+        booking = interrupt({"question": "How many seats?"}, response_schema=Booking)
+        return {"messages": [AIMessage(content=f"Booked {booking.seats} {booking.seat_class}.")]}
+
+    return single_node(node, checkpointer=checkpointer)
+
+
+def _merge(left: list[str], right: list[str]) -> list[str]:
+    return sorted(left + right)
+
+
+class ParallelState(MessagesState):
+    answers: Annotated[list[str], _merge]
+
+
+def parallel_graph(checkpointer: Any) -> Pregel:
+    """Two nodes in one step each ask a question: both pause together."""
+
+    def asker(label: str) -> Any:
+        async def node(state: ParallelState) -> dict[str, Any]:
+            return {"answers": [f"{label}={interrupt({'question': label})}"]}
+
+        return node
+
+    async def report(state: ParallelState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=", ".join(state["answers"]))]}
+
+    builder = StateGraph(ParallelState)
+    builder.add_node("left", asker("left"))
+    builder.add_node("right", asker("right"))
+    builder.add_node("report", report)
+    builder.add_edge(START, "left")
+    builder.add_edge(START, "right")
+    builder.add_edge(["left", "right"], "report")
+    builder.add_edge("report", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
+    checkpointer = checkpointer or InMemorySaver()
+    interrupts = frozenset({GraphFeature.INTERRUPTS})
+    return GraphRegistry(
+        graphs={
+            "echo": GraphConfig(
+                graph=echo_graph(), description="Echoes", client_settings=EchoSettings
+            ),
+            "tool-caller": GraphConfig(
+                graph=tool_caller_graph(),
+                description="Calls client tools",
+                client_tools=frozenset({"get_weather"}),
+            ),
+            "failing": GraphConfig(graph=failing_graph(), description="Fails midway"),
+            "blocking": GraphConfig(graph=blocking_graph(probe), description="Waits"),
+            "progress": GraphConfig(graph=progress_graph(), description="Reports progress"),
+            "cited": GraphConfig(graph=cited_graph(), description="Cites"),
+            "approval": GraphConfig(
+                graph=approval_graph(checkpointer, probe), description="Asks", features=interrupts
+            ),
+            "two-questions": GraphConfig(
+                graph=two_questions_graph(checkpointer),
+                description="Asks twice",
+                features=interrupts,
+            ),
+            "schema-question": GraphConfig(
+                graph=schema_graph(checkpointer), description="Typed answer", features=interrupts
+            ),
+            "parallel-questions": GraphConfig(
+                graph=parallel_graph(checkpointer),
+                description="Asks two at once",
+                features=interrupts,
+            ),
+        },
+        run_coordinator=InMemoryRunCoordinator(),
+    )
+
+
+def decode_arguments(arguments: str) -> Any:
+    return json.loads(arguments)
