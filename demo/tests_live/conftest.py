@@ -86,6 +86,7 @@ def litellm_target(stack_manager: StackManager) -> Target:
         base_url=url,
         api_key=key,
         encodes_ids=True,
+        strict_streams=False,
         native_errors=False,
         idempotency_styles=litellm_styles(),
         api_url=api,

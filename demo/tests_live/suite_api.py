@@ -130,7 +130,7 @@ class ApiSuite:
 
         parts: list[str] = []
         finish = None
-        stream = client.chat.completions.create(
+        stream = target.client(streaming=True).chat.completions.create(
             model=target.model(CHAT_MODEL), messages=messages, stream=True
         )
         for chunk in stream:
@@ -163,8 +163,9 @@ class ApiSuite:
         assert whole.status == "completed"
         assert whole.output_text
 
+        streamer = target.client(streaming=True)
         events = list(
-            client.responses.create(model=target.model(CHAT_MODEL), input=prompt, stream=True)
+            streamer.responses.create(model=target.model(CHAT_MODEL), input=prompt, stream=True)
         )
         types = [event.type for event in events]
         assert types[0] == "response.created"
@@ -179,7 +180,7 @@ class ApiSuite:
         self, target: Target, client: OpenAI
     ) -> None:
         events = list(
-            client.responses.create(
+            target.client(streaming=True).responses.create(
                 model=target.model("status-events"), input="Prepare the media", stream=True
             )
         )
@@ -207,7 +208,7 @@ class ApiSuite:
     def test_multi_node_answer_streams_in_order(self, target: Target, client: OpenAI) -> None:
         whole = client.responses.create(model=target.model("multi-node-streaming"), input="go")
         events = list(
-            client.responses.create(
+            target.client(streaming=True).responses.create(
                 model=target.model("multi-node-streaming"), input="go", stream=True
             )
         )

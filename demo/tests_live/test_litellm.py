@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -37,3 +38,23 @@ def test_plain_models_list_has_no_lgos_metadata(litellm_target: Target) -> None:
         entries = http.get("/models").json()["data"]
     assert entries
     assert all("lgos" not in entry for entry in entries)
+
+
+def test_litellm_rewrites_usage_in_response_streams(litellm_target: Target) -> None:
+    """Why streams through LiteLLM are read without strict validation.
+
+    LGOS sends `usage: null` (fake models count no tokens); LiteLLM 1.108.7 puts
+    its own estimate there without the input/output_tokens_details the OpenAI
+    schema requires. When this test fails, LiteLLM stopped doing it: turn
+    `strict_streams` back on for the LiteLLM target.
+    """
+    body = {"model": "simple-graph", "input": "hi", "stream": True}
+    with litellm_target.http() as http, http.stream("POST", "/responses", json=body) as resp:
+        completed = [
+            json.loads(line.removeprefix("data: "))
+            for line in resp.iter_lines()
+            if line.startswith("data: ") and '"response.completed"' in line
+        ]
+    usage = completed[-1]["response"]["usage"]
+    assert usage is not None
+    assert "input_tokens_details" not in usage
