@@ -58,6 +58,10 @@ class InMemoryBackgroundBackend:
         if task is not None and not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+            # A task cancelled before it first ran never reached its own handlers.
+            self._tasks.pop(run_id, None)
+            if self._runs[run_id].status in {"queued", "in_progress"}:
+                self._set(run_id, status="cancelled")
 
     def _set(self, run_id: str, **changes: Any) -> None:
         self._runs[run_id] = self._runs[run_id].model_copy(update=changes)
