@@ -10,6 +10,7 @@ from demo.graphs.chat import (
     status_events_graph,
     streaming_long_graph,
 )
+from demo.graphs.deep_research import TOOL_NAMES, ResearchSettings, deep_research_graph
 from demo.graphs.review import (
     DelaySettings,
     background_interrupt_graph,
@@ -61,6 +62,16 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 description="Prepares a report, asks for approval, then finishes it.",
                 features=frozenset({BACKGROUND, INTERRUPTS}),
                 client_settings=DelaySettings,
+            ),
+            "deep-research": GraphConfig(
+                graph=deep_research_graph(checkpointer),
+                description=(
+                    "Plans research questions, asks you to review the plan, researches a "
+                    "small corpus with tools and writes a cited report. Runs in the background."
+                ),
+                features=frozenset({BACKGROUND, INTERRUPTS}),
+                client_settings=ResearchSettings,
+                server_tools=TOOL_NAMES,
             ),
         },
         run_coordinator=resources.run_coordinator,

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Literal
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
 
 from demo.graphs.fake_model import ScriptedChatModel, last_user_text
+from demo.graphs.models import chat_model
 from lgos import ClientSettings, get_request, status_event
 
 
@@ -33,11 +34,20 @@ def _simple_answer(messages: list[BaseMessage]) -> str:
     return f"{_TONE[settings.audience]}: you said '{question}'{ending}"
 
 
+def _simple_instructions() -> SystemMessage:
+    settings = get_request().settings
+    assert isinstance(settings, SimpleSettings)
+    style = " Be enthusiastic." if settings.enthusiastic else ""
+    return SystemMessage(f"Answer briefly, for a {settings.audience} audience.{style}")
+
+
 def simple_graph() -> Pregel:
-    model = ScriptedChatModel(script=_simple_answer)
+    # The scripted fake by default; a real model when DEMO_OPENAI_* configure one.
+    model = chat_model(ScriptedChatModel(script=_simple_answer))
 
     async def answer(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [await model.ainvoke(state["messages"])]}
+        messages = [_simple_instructions(), *state["messages"]]
+        return {"messages": [await model.ainvoke(messages)]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("answer", answer)
