@@ -1,0 +1,102 @@
+"""The Pipe's request building and the sync command, without a browser.
+
+The helpers are pure functions; the sync test talks to the real Open WebUI of the session.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from conftest import OPENWEBUI_DIR, http_json
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, OPENWEBUI_DIR / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pipe = load("lgos_pipe")
+sync = load("sync")
+
+SETTINGS = {
+    "json_schema": {
+        "type": "object",
+        "properties": {
+            "audience": {"type": "string", "enum": ["general", "expert"], "default": "general"},
+            "delay_seconds": {"type": "integer", "minimum": 0, "maximum": 300, "default": 5},
+        },
+    },
+    "defaults": {"audience": "general", "delay_seconds": 5},
+}
+
+
+def test_only_changed_settings_of_the_selected_graph_are_sent() -> None:
+    values = {"audience": "general", "delay_seconds": 0, "words": 10, "enthusiastic": None}
+    # audience equals its default; words belongs to another graph; None means "not set".
+    assert pipe.changed_settings(values, SETTINGS) == {"delay_seconds": 0}
+    assert pipe.changed_settings(values, None) == {}
+
+
+def test_chat_history_becomes_responses_input() -> None:
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "image_url"}]},
+        {"role": "assistant", "content": "Hello"},
+        {"role": "tool", "content": "ignored"},
+    ]
+    assert pipe.to_input(messages) == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello"},
+    ]
+
+
+def test_commentary_is_not_part_of_the_answer() -> None:
+    def message(text: str, phase: str) -> dict[str, Any]:
+        content = [{"type": "output_text", "text": text, "annotations": []}]
+        return {"type": "message", "phase": phase, "content": content}
+
+    review = {"type": "function_call", "name": "lgos_interrupt", "call_id": "c1", "arguments": "{}"}
+    output = [message("Working", "commentary"), message("Done", "final_answer"), review]
+    response = {"output": output}
+    assert pipe.answer_texts(response) == ["Done"]
+    assert pipe.interrupt_calls(response) == [review]
+
+
+def test_sync_writes_one_optional_valve_per_setting() -> None:
+    source = sync.render_pipe([{"id": "g", "lgos": {"client_settings": SETTINGS}}])
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "lgos_pipe.py", "exec"), namespace)
+    valves = namespace["Pipe"].UserValves
+    assert set(valves.model_fields) == {"run_in_background", "audience", "delay_seconds"}
+    assert valves().delay_seconds is None  # unset: the graph's default applies
+    assert valves(delay_seconds=0).delay_seconds == 0
+
+
+def test_sync_again_keeps_function_and_models(
+    openwebui_url: str, lgos_url: str, admin_token: str
+) -> None:
+    command = [sys.executable, str(Path(sync.__file__)), "--url", openwebui_url]
+    subprocess.run([*command, "--lgos-url", lgos_url], check=True)
+
+    function = http_json("GET", f"{openwebui_url}/api/v1/functions/id/lgos", token=admin_token)
+    assert function["is_active"] is True
+    models = http_json("GET", f"{openwebui_url}/api/models", token=admin_token)["data"]
+    ids = {model["id"] for model in models}
+    lgos_models = http_json("GET", f"{lgos_url}/models")["data"]
+    # Each LGOS model is reachable through the Pipe and, for plain chat, the OpenAI connection.
+    for model in lgos_models:
+        assert f"lgos.{model['id']}" in ids
+        assert model["id"] in ids
+    described = next(m for m in models if m["id"] == "lgos.background-interrupt")
+    assert "interrupts" in json.dumps(described["info"]["meta"]["description"])
