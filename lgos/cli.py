@@ -15,6 +15,7 @@ from lgos.errors import ConfigurationError
 APP_FACTORY = "lgos.server.app:app_from_environment"
 # Uvicorn options that name the application: LGOS supplies the app itself.
 _REPLACED = {"app", "factory"}
+WORKER_HEALTHCHECK_SECONDS = 30
 
 
 def _fail(message: str) -> None:
@@ -53,6 +54,18 @@ def _serve_params() -> list[click.Parameter]:
                 ["--access-log/--no-access-log"],
                 default=False,
                 help="Log each request (off by default: the ingress owns access logs).",
+            )
+        elif param.name == "timeout_worker_healthcheck":
+            # A spawned worker answers health checks only once it has imported LGOS and
+            # LangGraph, which takes more than Uvicorn's 5 s on a busy host: the supervisor
+            # would kill and respawn workers forever.
+            param = click.Option(
+                ["--timeout-worker-healthcheck"],
+                type=int,
+                default=WORKER_HEALTHCHECK_SECONDS,
+                show_default=True,
+                help="Maximum number of seconds to wait for a worker to respond to a "
+                "healthcheck (LGOS default: workers import LangGraph first).",
             )
         params.append(param)
     return params

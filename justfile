@@ -1,0 +1,46 @@
+# LGOS developer commands. `just --list` shows them; the demo stack lives in demo/justfile
+# (`just demo/<recipe>`).
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+[private]
+default:
+    @just --list
+
+# Serve the demo registry on the embedded default (in-memory everything) at 127.0.0.1:8000.
+serve *args:
+    uv run lgos serve demo.registry:create_registry {{ args }}
+
+# Install everything the whole test suite uses (idempotent; a fresh machine needs it once).
+setup:
+    uv sync --all-extras --all-groups --quiet
+    bash scripts/setup-test-env.sh
+
+# Run the whole test suite (contract, PostgreSQL, processes, gateway, browsers, compose).
+test *args: setup
+    uv run pytest {{ args }}
+
+# Lint and format checks.
+lint:
+    uv run ruff check .
+    uv run ruff format --check .
+
+# Apply formatting and safe lint fixes.
+format:
+    uv run ruff format .
+    uv run ruff check --fix .
+
+# Type-check the library.
+type-check:
+    uv run mypy
+
+# Everything CI checks besides the tests: lint, types, docs.
+check: lint type-check docs
+
+# Build the documentation site strictly (warnings fail).
+docs *args:
+    uv run mkdocs build --strict {{ args }}
+
+# Benchmarks: LGOS against a bare graph and the reference product (`just bench --quick`).
+bench *args:
+    uv run python -m benchmarks {{ args }}

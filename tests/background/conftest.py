@@ -1,0 +1,205 @@
+"""Real deployments for the background tests: `lgos serve` and `lgos worker` processes on one
+throwaway PostgreSQL database, serving `tests.background.registry`.
+
+Each engine's deployment starts once per session and is shared by the tests that use it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from openai import AsyncOpenAI
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from tests.server.processes import ServerProcess, clean_environment
+
+ROOT = Path(__file__).resolve().parents[2]
+REGISTRY = "tests.background.registry:create_registry"
+LGOS = str(Path(sys.executable).parent / "lgos")
+ADMIN_URI = os.environ.get(
+    "LGOS_TEST_POSTGRES_URI", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+WORKER_SLOTS = 2
+START_TIMEOUT = 90.0
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def create_database() -> tuple[str, str]:
+    name = f"lgos_test_bg_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(ADMIN_URI, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    params = conninfo_to_dict(ADMIN_URI)
+    params["dbname"] = name
+    return name, make_conninfo(**params)
+
+
+def drop_database(name: str) -> None:
+    with psycopg.connect(ADMIN_URI, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+def spawn(command: str, env: dict[str, str], *args: str) -> ServerProcess:
+    process = subprocess.Popen(
+        [LGOS, command, REGISTRY, *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return ServerProcess(process)
+
+
+def is_message(name: str) -> Any:
+    return lambda record: record.get("message") == name
+
+
+class Deployment:
+    """API and worker processes of one engine, the database they share, and SDK clients."""
+
+    def __init__(self, engine: str, uri: str, *, apis: int, workers: int) -> None:
+        self.engine = engine
+        self.uri = uri
+        self.env = clean_environment(
+            LGOS_POSTGRES_URI=uri,
+            LGOS_BACKGROUND=engine,
+            LGOS_WORKER_SLOTS=str(WORKER_SLOTS),
+            LGOS_WORKER_RECOVERY_INTERVAL_SECONDS="0.5",
+            LGOS_WORKER_SHUTDOWN_GRACE_SECONDS="1",
+            LGOS_INTERRUPT_SWEEP_INTERVAL_MINUTES="0",
+            PYTHONUNBUFFERED="1",
+        )
+        self.apis: list[ServerProcess] = []
+        self.workers: dict[str, ServerProcess] = {}
+        self._clients: dict[int, AsyncOpenAI] = {}
+        self._api_count = apis
+        self._worker_ids = [f"test-worker-{index}" for index in range(workers)]
+
+    @property
+    def slots(self) -> int:
+        """How many runs can execute at once (the in-memory engine has no limit)."""
+        return WORKER_SLOTS * len(self._worker_ids) if self._worker_ids else 0
+
+    def start(self) -> None:
+        self.apis = [spawn("serve", self.env, "--port", "0") for _ in range(self._api_count)]
+        self.ensure_workers()
+        for api in self.apis:
+            api.wait_until_serving()
+
+    def ensure_workers(self) -> None:
+        """(Re)start any worker that is not running, and wait until all run."""
+        for worker_id in self._worker_ids:
+            current = self.workers.get(worker_id)
+            if current is None or current.process.poll() is not None:
+                self.workers[worker_id] = spawn("worker", {**self.env, "LGOS_WORKER_ID": worker_id})
+        for worker in self.workers.values():
+            worker.wait_for_record(is_message("worker.started"), timeout=START_TIMEOUT)
+
+    def worker_with_pid(self, pid: int) -> ServerProcess:
+        for worker in self.workers.values():
+            if worker.process.pid == pid:
+                return worker
+        raise AssertionError(f"process {pid} is not one of this deployment's workers")
+
+    def stop(self) -> None:
+        for process in [*self.apis, *self.workers.values()]:
+            if process.process.poll() is None:
+                process.process.send_signal(signal.SIGTERM)
+        for process in [*self.apis, *self.workers.values()]:
+            process.stop()
+
+    def client(self, index: int = 0) -> AsyncOpenAI:
+        """The SDK in strict mode on API `index` (one client per API, closed after each test)."""
+        index %= len(self.apis)
+        if index not in self._clients:
+            self._clients[index] = AsyncOpenAI(
+                base_url=f"{self.apis[index].base_url}/v1",
+                api_key="test",
+                _strict_response_validation=True,
+                max_retries=0,
+            )
+        return self._clients[index]
+
+    async def close_clients(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()
+
+    # The test's side of tests.background.registry's gates and step records.
+
+    async def open_gate(self, topic: str) -> None:
+        async with await psycopg.AsyncConnection.connect(self.uri, autocommit=True) as conn:
+            await conn.execute(
+                "INSERT INTO bg_test_gates (topic) VALUES (%s) ON CONFLICT DO NOTHING", (topic,)
+            )
+
+    async def steps(self, topic: str) -> list[tuple[str, str, int]]:
+        """(step, event, pid) rows of one topic, in the order they happened."""
+        async with await psycopg.AsyncConnection.connect(self.uri, autocommit=True) as conn:
+            cursor = await conn.execute(
+                "SELECT step, event, pid FROM bg_test_steps WHERE topic = %s ORDER BY at",
+                (topic,),
+            )
+            return [(str(row[0]), str(row[1]), int(row[2])) for row in await cursor.fetchall()]
+
+
+@pytest.fixture(scope="session")
+def bg_database() -> Iterator[str]:
+    name, uri = create_database()
+    try:
+        yield uri
+    finally:
+        drop_database(name)
+
+
+def _deployment(engine: str, uri: str, apis: int, workers: int) -> Iterator[Deployment]:
+    deployment = Deployment(engine, uri, apis=apis, workers=workers)
+    try:
+        deployment.start()
+        yield deployment
+    finally:
+        deployment.stop()
+
+
+@pytest.fixture(scope="session")
+def memory_deployment(bg_database: str) -> Iterator[Deployment]:
+    yield from _deployment("memory", bg_database, apis=1, workers=0)
+
+
+@pytest.fixture(scope="session")
+def dbos_deployment(bg_database: str) -> Iterator[Deployment]:
+    yield from _deployment("dbos", bg_database, apis=2, workers=2)
+
+
+@pytest.fixture(scope="session")
+def hatchet_deployment(bg_database: str) -> Iterator[Deployment]:
+    if not os.environ.get("HATCHET_CLIENT_TOKEN"):
+        pytest.skip("Hatchet live suite: HATCHET_CLIENT_TOKEN is not set (no engine runs here)")
+    yield from _deployment("hatchet", bg_database, apis=1, workers=1)
+
+
+@pytest.fixture(params=["memory", "dbos", "hatchet"])
+async def deployment(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
+    found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
+    found.ensure_workers()
+    try:
+        yield found
+    finally:
+        await found.close_clients()

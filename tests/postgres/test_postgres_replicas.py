@@ -1,0 +1,195 @@
+"""Real `lgos serve` processes sharing PostgreSQL: restarts, replicas and expiry."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import anyio
+import openai
+import psycopg
+import pytest
+from openai.types.responses import Response, ResponseFunctionToolCall
+
+from tests.postgres.processes import LgosServer, start_lgos
+from tests.postgres.side_effect_registry import MODEL as COUNTED_MODEL
+from tests.postgres.side_effect_registry import SIDE_EFFECTS_TABLE
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+
+DEMO = "demo.registry:create_registry"
+COUNTED = "tests.postgres.side_effect_registry:create_registry"
+APPROVAL = "interruptible-approval"
+
+
+@pytest.fixture
+def servers() -> Iterator[list[LgosServer]]:
+    """Every server a test starts, stopped at the end whatever happened."""
+    started: list[LgosServer] = []
+    try:
+        yield started
+    finally:
+        for server in started:
+            server.stop()
+
+
+async def start(
+    servers: list[LgosServer],
+    registry: str,
+    database: str,
+    log_dir: Path,
+    extra_env: dict[str, str] | None = None,
+) -> LgosServer:
+    server = await anyio.to_thread.run_sync(
+        lambda: start_lgos(registry, database, log_dir, extra_env)
+    )
+    servers.append(server)
+    return server
+
+
+def pending_call(response: Response) -> ResponseFunctionToolCall:
+    assert response.status == "completed"
+    calls = [item for item in response.output if item.type == "function_call"]
+    assert len(calls) == 1, response.output
+    call = calls[0]
+    assert isinstance(call, ResponseFunctionToolCall)
+    assert call.name == "lgos_interrupt"
+    return call
+
+
+async def answer(server: LgosServer, paused: Response, output: str) -> Response:
+    async with server.client() as client:
+        return await client.responses.create(
+            model=paused.model,
+            previous_response_id=paused.id,
+            input=[
+                {
+                    "type": "function_call_output",
+                    "call_id": pending_call(paused).call_id,
+                    "output": output,
+                }
+            ],
+        )
+
+
+async def query(database: str, statement: str) -> list[tuple[object, ...]]:
+    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as conn:
+        cur = await conn.execute(statement)
+        return list(await cur.fetchall())
+
+
+async def paused_threads(database: str) -> set[str]:
+    return {str(row[0]) for row in await query(database, "SELECT thread_id FROM lgos_paused_runs")}
+
+
+async def test_a_pause_is_answered_by_another_process_after_a_crash(
+    database: str, servers: list[LgosServer], tmp_path: Path
+) -> None:
+    first = await start(servers, DEMO, database, tmp_path)
+    async with first.client() as client:
+        paused = await client.responses.create(model=APPROVAL, input="the quarterly report")
+    call = pending_call(paused)
+    assert "the quarterly report" in call.arguments
+    assert len(await paused_threads(database)) == 1
+
+    await anyio.to_thread.run_sync(first.kill)
+    second = await start(servers, DEMO, database, tmp_path)
+
+    finished = await answer(second, paused, "approve")
+    assert finished.status == "completed"
+    assert finished.output_text == "Published 'the quarterly report'."
+    # A finished run leaves nothing behind: no pause, no checkpoint.
+    assert await paused_threads(database) == set()
+    assert await query(database, "SELECT count(*) FROM checkpoints") == [(0,)]
+
+    # The answer applied once: repeating it is a conflict, not a second publication.
+    with pytest.raises(openai.ConflictError) as repeated:
+        await answer(second, paused, "approve")
+    assert repeated.value.code == "interrupt_state_conflict"
+    assert repeated.value.response.headers.get("x-should-retry") == "false"
+
+
+async def test_two_replicas_racing_on_one_answer_apply_it_once(
+    database: str, servers: list[LgosServer], tmp_path: Path
+) -> None:
+    replica_a = await start(servers, COUNTED, database, tmp_path)
+    replica_b = await start(servers, COUNTED, database, tmp_path)
+    conflict_codes: set[str | None] = set()
+    rounds = 3
+    for round_number in range(rounds):
+        async with replica_a.client() as client:
+            paused = await client.responses.create(
+                model=COUNTED_MODEL, input=f"round {round_number}"
+            )
+        results = await asyncio.gather(
+            answer(replica_a, paused, "approve"),
+            answer(replica_b, paused, "approve"),
+            return_exceptions=True,
+        )
+        successes = [result for result in results if isinstance(result, Response)]
+        conflicts = [result for result in results if isinstance(result, openai.ConflictError)]
+        assert len(successes) == 1, results
+        assert len(conflicts) == 1, results
+        assert successes[0].output_text == "done: approve"
+        conflict = conflicts[0]
+        assert conflict.code in {"interrupt_state_conflict", "run_busy"}
+        assert conflict.response.headers.get("x-should-retry") == "false"
+        conflict_codes.add(conflict.code)
+        side_effects = await query(database, f"SELECT count(*) FROM {SIDE_EFFECTS_TABLE}")
+        assert side_effects == [(round_number + 1,)]
+    print(f"conflict codes seen over {rounds} races: {sorted(map(str, conflict_codes))}")
+
+
+async def wait_until_swept(database: str, thread_id: str, seconds: float = 60.0) -> None:
+    with anyio.fail_after(seconds):
+        while True:
+            paused = await paused_threads(database)
+            checkpoints = await query(
+                database, f"SELECT count(*) FROM checkpoints WHERE thread_id = '{thread_id}'"
+            )
+            if thread_id not in paused and checkpoints == [(0,)]:
+                return
+            await anyio.sleep(0.1)
+
+
+async def test_the_server_sweeps_expired_pauses_and_their_answers_conflict(
+    database: str, servers: list[LgosServer], tmp_path: Path
+) -> None:
+    ttl = timedelta(days=30)
+    server = await start(
+        servers,
+        DEMO,
+        database,
+        tmp_path,
+        {
+            "LGOS_INTERRUPT_TTL_MINUTES": str(int(ttl.total_seconds() // 60)),
+            # Sweep every 0.3 s, so the test waits for the server, not for a clock.
+            "LGOS_INTERRUPT_SWEEP_INTERVAL_MINUTES": "0.005",
+        },
+    )
+    async with server.client() as client:
+        old = await client.responses.create(model=APPROVAL, input="the old report")
+        old_thread = (await paused_threads(database)).pop()
+        young = await client.responses.create(model=APPROVAL, input="the young report")
+    young_threads = await paused_threads(database) - {old_thread}
+    assert len(young_threads) == 1
+    # Age the first pause beyond the TTL, as if it had been abandoned a month ago.
+    await query(
+        database,
+        "UPDATE lgos_paused_runs SET paused_at = now() - interval '31 days' "
+        f"WHERE thread_id = '{old_thread}' RETURNING thread_id",
+    )
+
+    await wait_until_swept(database, old_thread)
+
+    with pytest.raises(openai.ConflictError) as expired:
+        await answer(server, old, "approve")
+    assert expired.value.code == "interrupt_state_conflict"
+    assert expired.value.response.headers.get("x-should-retry") == "false"
+
+    assert await paused_threads(database) == young_threads
+    finished = await answer(server, young, "approve")
+    assert finished.output_text == "Published 'the young report'."
+    assert "server.interrupt_expiry.deleted" in server.output()

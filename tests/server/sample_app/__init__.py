@@ -1,0 +1,1 @@
+"""A tiny project served by real `lgos serve` processes in the server tests."""

@@ -1,0 +1,187 @@
+"""`lgos serve` as an operator runs it: real processes on loopback ports.
+
+Each process runs from `tests/server/`, so `sample_app` is imported from the working directory.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from openai import OpenAI
+
+from tests.server.processes import (
+    LGOS,
+    SAMPLE_DIR,
+    SAMPLE_REGISTRY,
+    ServerProcess,
+    clean_environment,
+    run_to_exit,
+    serving,
+)
+from tests.server.sample_app.registry import ANSWER
+
+pytestmark = [pytest.mark.processes, pytest.mark.slow]
+
+# A prompt the logs must never contain.
+PROMPT = "my card number is 4111-1111-1111-1111"
+
+
+def openai_client(server: ServerProcess, prefix: str = "/v1") -> OpenAI:
+    return OpenAI(
+        base_url=server.base_url + prefix,
+        api_key="unused",
+        _strict_response_validation=True,
+        max_retries=0,
+    )
+
+
+def ask(server: ServerProcess, request_id: str, prefix: str = "/v1") -> None:
+    completion = openai_client(server, prefix).chat.completions.create(
+        model="sample",
+        messages=[{"role": "user", "content": PROMPT}],
+        extra_headers={"X-Request-ID": request_id},
+    )
+    assert completion.choices[0].message.content == ANSWER
+
+
+def node_record(server: ServerProcess, request_id: str) -> dict[str, Any]:
+    [record] = server.wait_for_record(
+        lambda r: r.get("logger") == "sample_app.graph" and r.get("request_id") == request_id
+    )
+    return record
+
+
+def test_help_lists_uvicorn_options() -> None:
+    result = subprocess.run(
+        [LGOS, "serve", "--help"], capture_output=True, text=True, check=True, timeout=60
+    )
+    for flag in ("--port", "--host", "--reload", "--workers", "--env-file", "--log-config",
+                 "--access-log", "--forwarded-allow-ips", "--root-path", "--timeout-keep-alive"):
+        assert flag in result.stdout, flag
+
+
+def test_registry_argument_json_logs_carry_request_fields_from_graph_nodes() -> None:
+    with serving([SAMPLE_REGISTRY, "--port", "0"], clean_environment()) as server:
+        ask(server, "req-chat-1")
+        record = node_record(server, "req-chat-1")
+        assert record["model"] == "sample"
+        assert record["stream"] is False
+        assert record["node"] == "answer"
+        assert record["level"] == "info"
+
+        # A streamed Responses request: the node's record also names the response and run.
+        with openai_client(server).responses.stream(
+            model="sample", input=PROMPT, extra_headers={"X-Request-ID": "req-resp-2"}
+        ) as stream:
+            final = stream.get_final_response()
+        assert final.output_text == ANSWER
+        record = node_record(server, "req-resp-2")
+        assert record["stream"] is True
+        assert record["response_id"] == final.id
+        records = server.records()  # every stdout line is a JSON object
+
+    loggers = {record["logger"] for record in records}
+    assert "uvicorn.error" in loggers  # Uvicorn's records go through the same handler
+    assert "uvicorn.access" not in loggers  # no access log by default
+    assert "noisy_dependency" not in loggers  # other libraries: WARNING and above only
+    assert not [line for line in server.stdout if PROMPT in line]
+
+
+def test_registry_from_environment_with_access_log() -> None:
+    env = clean_environment(LGOS_REGISTRY=SAMPLE_REGISTRY)
+    with serving(["--port", "0", "--access-log"], env) as server:
+        ask(server, "req-env-1")
+        [access] = server.wait_for_record(lambda r: r.get("logger") == "uvicorn.access")
+    assert "POST /v1/chat/completions" in access["message"]
+
+
+def test_env_file_loads_lgos_settings(tmp_path: Path) -> None:
+    env_file = tmp_path / "server.env"
+    env_file.write_text(
+        "LGOS_OPENAI_API_PREFIX=/api\n"
+        "LGOS_CORS_ORIGINS='[\"https://app.example.com\"]'\n"
+    )
+    args = [SAMPLE_REGISTRY, "--port", "0", "--env-file", str(env_file)]
+    with serving(args, clean_environment()) as server:
+        ask(server, "req-file-1", prefix="/api")
+        preflight = httpx2.options(
+            server.base_url + "/api/chat/completions",
+            headers={
+                "Origin": "https://app.example.com",
+                "Access-Control-Request-Method": "POST",
+            },
+        )
+        unknown = httpx2.get(server.base_url + "/v1/models")
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] == "https://app.example.com"
+    assert unknown.status_code == 404
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_uvicorn_variables_configure_the_server() -> None:
+    port = _free_port()
+    env = clean_environment(UVICORN_PORT=str(port), FORWARDED_ALLOW_IPS="127.0.0.1")
+    with serving([SAMPLE_REGISTRY], env) as server:
+        assert server.base_url == f"http://127.0.0.1:{port}"
+        ask(server, "req-port-1")
+
+
+def test_reload_serves_the_registry() -> None:
+    with serving([SAMPLE_REGISTRY, "--port", "0", "--reload"], clean_environment()) as server:
+        server.wait_for_record(lambda r: r["message"] == "Application startup complete.")
+        ask(server, "req-reload-1")
+        node_record(server, "req-reload-1")
+
+
+@pytest.mark.postgres
+def test_two_workers_share_postgresql(postgres_uri: str) -> None:
+    env = clean_environment(LGOS_POSTGRES_URI=postgres_uri, LGOS_BACKGROUND="none")
+    with serving([SAMPLE_REGISTRY, "--port", "0", "--workers", "2"], env) as server:
+        started = server.wait_for_record(
+            lambda r: r["message"] == "Application startup complete.", count=2
+        )
+        assert len(started) == 2
+        for number in range(4):
+            ask(server, f"req-workers-{number}")
+        processes = server.wait_for_record(
+            lambda r: r["message"].startswith("Started server process"), count=2
+        )
+    assert len({record["message"] for record in processes}) == 2  # two distinct pids
+
+
+@pytest.mark.parametrize(
+    ("variables", "args", "expected"),
+    [
+        ({"LGOS_POSTGRES_POOL_SIZE": "0"}, [], "LGOS_POSTGRES_POOL_SIZE=0"),
+        ({"LGOS_CORS_ORIGINS": "https://app.example.com"}, [], "LGOS_CORS_ORIGINS"),
+        ({"LGOS_BACKGROUND": "sometimes"}, [], "LGOS_BACKGROUND=sometimes"),
+        ({}, ["--workers", "2"], "LGOS_BACKGROUND=memory"),
+        ({"WEB_CONCURRENCY": "3"}, [], "LGOS_BACKGROUND=memory"),
+        ({"LGOS_REGISTRY": "sample_app.missing:create_registry"}, [], "sample_app.missing"),
+    ],
+)
+def test_invalid_settings_stop_start_up_with_one_line(
+    variables: dict[str, str], args: list[str], expected: str
+) -> None:
+    env = clean_environment(**{"LGOS_REGISTRY": SAMPLE_REGISTRY, **variables})
+    server = run_to_exit(["--port", "0", *args], env)
+    assert server.process.returncode == 2
+    assert len(server.stderr) == 1, server.output()
+    assert server.stderr[0].startswith("Error: ")
+    assert expected in server.stderr[0]
+    assert not server.stdout
+
+
+def test_sample_dir_is_the_working_directory() -> None:
+    # Guards the premise of these tests: the registry is a local module, not an installed one.
+    assert (SAMPLE_DIR / "sample_app" / "registry.py").is_file()
