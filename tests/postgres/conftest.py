@@ -15,7 +15,9 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-ADMIN_URI = os.environ.get("LGOS_TEST_POSTGRES_URI", "postgresql://postgres@127.0.0.1:5432/postgres")
+ADMIN_URI = os.environ.get(
+    "LGOS_TEST_POSTGRES_URI", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -32,7 +34,9 @@ def create_database() -> tuple[str, str]:
 
 def drop_database(name: str) -> None:
     with psycopg.connect(ADMIN_URI, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 @pytest.fixture(scope="module")
