@@ -11,7 +11,7 @@ from langgraph.pregel import Pregel
 from lgos import context
 from lgos.background.protocol import BackgroundJob, RunStatus
 from lgos.errors import LgosError
-from lgos.registry import GraphConfig, GraphFeature, GraphRegistry
+from lgos.registry import CompiledGraph, GraphConfig, GraphFeature, GraphRegistry
 from lgos.run.coordinator import RunCoordinator
 from lgos.service import responses
 from lgos.wire import ids, responses_request
@@ -58,14 +58,14 @@ class DurableRuns:
             durable: Any = self._durable(graph)
         else:
 
-            async def durable(original: GraphConfig = config) -> Pregel:
+            async def durable(original: GraphConfig = config) -> CompiledGraph:
                 return self._durable(await original.resolve_graph())
 
         return dataclasses.replace(
             config, graph=durable, features=config.features | {GraphFeature.INTERRUPTS}
         )
 
-    def _durable(self, graph: Pregel) -> Pregel:
+    def _durable(self, graph: CompiledGraph) -> CompiledGraph:
         if graph.checkpointer in (None, False):
             graph = graph.copy({"checkpointer": self.checkpointer})
         return graph.with_config({"configurable": {_DURABILITY_KEY: "sync"}})

@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowSerializationFormat
 from psycopg import AsyncConnection
 from psycopg.conninfo import conninfo_to_dict
-from sqlalchemy.engine import URL
 from pydantic import ValidationError
+from sqlalchemy.engine import URL
 
 from lgos.background.executor import DurableRuns, execute_background_job
 from lgos.background.protocol import BackgroundJob, BackgroundRun, RunStatus
@@ -175,8 +175,7 @@ def to_run(status: WorkflowStatus) -> BackgroundRun | None:
 def _sqlalchemy_url(uri: str) -> str:
     """DBOS wants a SQLAlchemy URL; LGOS_POSTGRES_URI may be a URL or a libpq key/value string.
     The driver is psycopg 3 (installed with lgos[postgres]), whatever the operator wrote."""
-    params = conninfo_to_dict(uri)
-    database = params.pop("dbname", None)
+    params = {key: str(value) for key, value in conninfo_to_dict(uri).items()}
     port = params.pop("port", None)
     url = URL.create(
         "postgresql+psycopg",
@@ -184,8 +183,8 @@ def _sqlalchemy_url(uri: str) -> str:
         password=params.pop("password", None),
         host=params.pop("host", None),
         port=int(port) if port else None,
-        database=database,
-        query={key: str(value) for key, value in params.items()},
+        database=params.pop("dbname", None),
+        query=params,
     )
     return url.render_as_string(hide_password=False)
 
@@ -381,7 +380,8 @@ class DBOSWorker:
 
     async def recover_orphans(self) -> int:
         """Re-enqueue runs left PENDING by workers that died; return how many executors."""
-        assert self._liveness is not None and self._client is not None
+        assert self._liveness is not None
+        assert self._client is not None
         pending = await self._client.list_workflows_async(
             name=WORKFLOW_NAME,
             status="PENDING",

@@ -51,7 +51,7 @@ def worker_resources_settings(settings: ServerSettings) -> ServerSettings:
     """Each background run holds a run lease (one pooled connection) and writes checkpoints
     (another), so a worker's pool must fit two connections per slot."""
     needed = 2 * settings.WORKER_SLOTS + 1
-    if settings.POSTGRES_URI and settings.POSTGRES_POOL_SIZE < needed:
+    if settings.POSTGRES_URI and needed > settings.POSTGRES_POOL_SIZE:
         return settings.model_copy(update={"POSTGRES_POOL_SIZE": needed})
     return settings
 

@@ -172,11 +172,17 @@ async def test_idempotency_key_in_litellm_extra_headers(deployment: Deployment) 
     client = deployment.client()
     body: dict[str, Any] = {"extra_headers": {"Idempotency-Key": key}}
     first = await client.responses.create(
-        model="background-mock", input="via body", background=True, metadata=NO_DELAY,
+        model="background-mock",
+        input="via body",
+        background=True,
+        metadata=NO_DELAY,
         extra_body=body,
     )
     second = await client.responses.create(
-        model="background-mock", input="via body", background=True, metadata=NO_DELAY,
+        model="background-mock",
+        input="via body",
+        background=True,
+        metadata=NO_DELAY,
         extra_headers={"X-Idempotency-Key": key},
     )
     assert first.id == second.id
@@ -186,12 +192,18 @@ async def test_key_reused_with_another_body_is_422(deployment: Deployment) -> No
     key = str(uuid.uuid4())
     client = deployment.client()
     first = await client.responses.create(
-        model="background-mock", input="first body", background=True, metadata=NO_DELAY,
+        model="background-mock",
+        input="first body",
+        background=True,
+        metadata=NO_DELAY,
         extra_headers={"Idempotency-Key": key},
     )
     with pytest.raises(openai.UnprocessableEntityError) as caught:
         await client.responses.create(
-            model="background-mock", input="another body", background=True, metadata=NO_DELAY,
+            model="background-mock",
+            input="another body",
+            background=True,
+            metadata=NO_DELAY,
             extra_headers={"Idempotency-Key": key},
         )
     assert caught.value.code == "idempotency_key_reused"
@@ -224,7 +236,8 @@ async def test_background_interrupt_round_trip(deployment: Deployment) -> None:
     paused = await finished(deployment, accepted.id)
     assert paused.status == "completed"
     reviews = [
-        item for item in paused.output
+        item
+        for item in paused.output
         if item.type == "function_call" and item.name == "lgos_interrupt"
     ]
     assert len(reviews) == 1
