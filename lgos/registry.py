@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.pregel import Pregel
@@ -26,7 +26,9 @@ class GraphFeature(StrEnum):
     INTERRUPTS = "interrupts"
 
 
-GraphFactory = Callable[[], Pregel | Awaitable[Pregel]]
+# A compiled LangGraph graph (StateGraph.compile() returns a Pregel subclass).
+CompiledGraph: TypeAlias = Pregel[Any, Any, Any, Any]
+GraphFactory = Callable[[], CompiledGraph | Awaitable[CompiledGraph]]
 
 
 def default_input(request: GraphRequest) -> dict[str, Any]:
@@ -55,7 +57,7 @@ class GraphConfig:
     `{"messages": [...]}`, answer = last AIMessage of `output["messages"]`.
     """
 
-    graph: Pregel | GraphFactory
+    graph: CompiledGraph | GraphFactory
     description: str
     features: frozenset[GraphFeature] = frozenset()
     client_settings: type[ClientSettings] | None = None
@@ -90,7 +92,7 @@ class GraphConfig:
     def supports(self, feature: GraphFeature) -> bool:
         return feature in self.features
 
-    async def resolve_graph(self) -> Pregel:
+    async def resolve_graph(self) -> CompiledGraph:
         if isinstance(self.graph, Pregel):
             return self.graph
         built = self.graph()
@@ -102,7 +104,7 @@ class GraphConfig:
         return built
 
 
-def check_compiled_graph(graph: Pregel, features: frozenset[GraphFeature]) -> None:
+def check_compiled_graph(graph: CompiledGraph, features: frozenset[GraphFeature]) -> None:
     """Reject graphs whose persistence does not match their declared features."""
     wants_interrupts = GraphFeature.INTERRUPTS in features
     if graph.interrupt_before_nodes or graph.interrupt_after_nodes:

@@ -17,11 +17,10 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from lgos.errors import InterruptConflictError, InvalidRequestError
-from lgos.registry import GraphConfig
+from lgos.registry import CompiledGraph, GraphConfig
 from lgos.run.coordinator import RunCoordinator
 from lgos.run.events import Finished, Interrupted, RunEvent
 from lgos.run.request import GraphRequest
@@ -101,13 +100,13 @@ async def run_checkpointed(
 
 
 async def _resume_command(
-    graph: Pregel,
+    graph: CompiledGraph,
     config: GraphConfig,
     request: GraphRequest,
     checkpointing: Checkpointing,
     resume: Resume,
 ) -> Command[Any]:
-    state = await graph.aget_state(runnable_config(config, request, checkpointing))  # type: ignore[arg-type]
+    state = await graph.aget_state(runnable_config(config, request, checkpointing))
     pending = {item.id: item for item in state.interrupts}
     if not pending:
         raise InterruptConflictError(
@@ -143,13 +142,13 @@ def _answer_value(output: str, structured: bool) -> Any:
 
 
 async def _has_pending_work(
-    graph: Pregel, config: GraphConfig, request: GraphRequest, checkpointing: Checkpointing
+    graph: CompiledGraph, config: GraphConfig, request: GraphRequest, checkpointing: Checkpointing
 ) -> bool:
-    state = await graph.aget_state(runnable_config(config, request, checkpointing))  # type: ignore[arg-type]
+    state = await graph.aget_state(runnable_config(config, request, checkpointing))
     return bool(state.next) and not state.interrupts
 
 
-async def _delete(graph: Pregel, coordinator: RunCoordinator, key: str) -> None:
+async def _delete(graph: CompiledGraph, coordinator: RunCoordinator, key: str) -> None:
     checkpointer = graph.checkpointer
     delete_thread = getattr(checkpointer, "adelete_thread", None)
     if delete_thread is not None:
@@ -157,7 +156,7 @@ async def _delete(graph: Pregel, coordinator: RunCoordinator, key: str) -> None:
     await coordinator.mark_done(key)
 
 
-async def _delete_quietly(graph: Pregel, coordinator: RunCoordinator, key: str) -> None:
+async def _delete_quietly(graph: CompiledGraph, coordinator: RunCoordinator, key: str) -> None:
     """Best-effort cleanup that never masks the original error, even when cancelled."""
     try:
         await asyncio.shield(

@@ -8,18 +8,18 @@ Non-streaming requests read root `values` only, which is what `ainvoke` does.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError, is_invalid_resume
-from langgraph.pregel import Pregel
-from langgraph.types import Command
+from langgraph.types import Command, StreamMode
 
 from lgos.errors import GraphError, InvalidRequestError
 from lgos.events import STATUS_EVENT_TYPE
-from lgos.registry import GraphConfig
+from lgos.registry import CompiledGraph, GraphConfig
 from lgos.run.events import (
     Citation,
     Commentary,
@@ -35,8 +35,8 @@ from lgos.run.telemetry import Workflow, run_callbacks
 
 logger = logging.getLogger("lgos.run")
 
-_STREAM_MODES = ["messages", "custom", "values"]
-_INVOKE_MODES = ["values"]
+_STREAM_MODES: list[StreamMode] = ["messages", "custom", "values"]
+_INVOKE_MODES: list[StreamMode] = ["values"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class Checkpointing:
 
 def runnable_config(
     config: GraphConfig, request: GraphRequest, checkpointing: Checkpointing | None
-) -> dict[str, Any]:
+) -> RunnableConfig:
     configurable: dict[str, Any] = {REQUEST_CONFIG_KEY: request}
     metadata: dict[str, Any] = {"lgos.model": request.model}
     if checkpointing is not None:
@@ -57,12 +57,12 @@ def runnable_config(
         metadata["lgos.run_id"] = checkpointing.run_id
     if request.conversation_id:
         metadata["langfuse_session_id"] = request.conversation_id
-    run_config: dict[str, Any] = {
-        "configurable": configurable,
-        "metadata": metadata,
-        "recursion_limit": config.recursion_limit,
-        "run_name": "lgos.graph_run",
-    }
+    run_config = RunnableConfig(
+        configurable=configurable,
+        metadata=metadata,
+        recursion_limit=config.recursion_limit,
+        run_name="lgos.graph_run",
+    )
     callbacks = run_callbacks(request)  # tracing integrations (Langfuse), when enabled
     if callbacks:
         run_config["callbacks"] = callbacks
@@ -76,7 +76,7 @@ async def run_graph(
     streaming: bool,
     checkpointing: Checkpointing | None = None,
     graph_input: Any = None,
-    graph: Pregel | None = None,
+    graph: CompiledGraph | None = None,
 ) -> AsyncIterator[RunEvent]:
     """Run one graph execution and yield its events; the last one is terminal.
 
@@ -86,11 +86,11 @@ async def run_graph(
         graph = await config.resolve_graph()
     if graph_input is None and checkpointing is None:
         graph_input = config.request_to_input(request)
-    context = config.context_factory(request) if config.context_factory else request.settings
+    context: Any = config.context_factory(request) if config.context_factory else request.settings
     run_config = runnable_config(config, request, checkpointing)
-    stream = graph.astream(
+    stream: AsyncGenerator[Any, None] = graph.astream(  # type: ignore[assignment]
         graph_input,
-        run_config,  # type: ignore[arg-type]
+        run_config,
         stream_mode=_STREAM_MODES if streaming else _INVOKE_MODES,
         subgraphs=streaming,
         version="v2",
@@ -104,7 +104,7 @@ async def run_graph(
         while True:
             token = workflow.attach()
             try:
-                part = await anext(stream)
+                part: Any = await anext(stream)
             except StopAsyncIteration:
                 break
             finally:
@@ -183,9 +183,9 @@ def _finish(config: GraphConfig, output: Any, streamed: str) -> Finished:
 
 
 async def _pending_interrupts(
-    graph: Pregel, run_config: dict[str, Any]
+    graph: CompiledGraph, run_config: RunnableConfig
 ) -> tuple[PendingInterrupt, ...]:
-    state = await graph.aget_state(run_config)  # type: ignore[arg-type]
+    state = await graph.aget_state(run_config)
     return tuple(
         PendingInterrupt(item.id, item.value, getattr(item, "response_schema", None))
         for item in state.interrupts
