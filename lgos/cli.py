@@ -80,7 +80,10 @@ def _serve(ctx: click.Context, registry: str | None, **options: Any) -> None:
         load_dotenv(env_file, override=False)
     registry = _resolve_registry(registry)
     settings = load_settings()
-    workers = options.get("workers") or 1
+    workers = options.get("workers")
+    if workers is None:  # Uvicorn reads WEB_CONCURRENCY itself, after this check
+        concurrency = os.environ.get("WEB_CONCURRENCY", "")
+        workers = int(concurrency) if concurrency.strip().isdigit() else 1
     if workers > 1 and settings.BACKGROUND == "memory":
         _fail(
             "LGOS_BACKGROUND=memory runs background work inside one process; with "
