@@ -49,6 +49,13 @@ _RUN_LOCK_PREFIX = "lgos.run:"
 _MIGRATION_LOCK_NAME = "lgos.migrations"
 _TRY_LOCK = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
 _UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
+# A leased run enters the index when it starts, unless it is there already (a resume keeps the
+# time it paused). A process killed mid-run never reaches its cleanup; this row is how the
+# expiry sweep still finds the checkpoint it left behind.
+_RECORD_RUN = (
+    "INSERT INTO lgos_paused_runs (thread_id, paused_at) VALUES (%s, now()) "
+    "ON CONFLICT (thread_id) DO NOTHING"
+)
 
 # LGOS's own schema, applied in order and recorded in lgos_migrations like LangGraph's.
 MIGRATIONS: tuple[str, ...] = (
@@ -89,8 +96,11 @@ class PostgresRunCoordinator:
     pool); a further lease waits up to `lease_wait_seconds` for a slot, then fails with
     `RunCapacityError` (503, which clients retry).
 
-    Pause times come from the database clock (`now()`), so replicas with skewed clocks agree
-    on which pauses are old.
+    The index holds every run that is paused or executing: a run enters it when it first takes
+    its lease, `mark_paused` restarts its clock, `mark_done` removes it. So a run whose process
+    died mid-execution expires like an abandoned pause instead of leaking its checkpoint (a
+    running run is never swept: the sweep skips leased runs). Times come from the database
+    clock (`now()`), so replicas with skewed clocks agree on which pauses are old.
     """
 
     def __init__(
@@ -121,7 +131,7 @@ class PostgresRunCoordinator:
         except TimeoutError:
             raise RunCapacityError() from None
         try:
-            conn = await self._lock(lock_name)
+            conn = await self._lock(key, lock_name)
         except BaseException:
             self._slots.release()
             raise
@@ -132,7 +142,7 @@ class PostgresRunCoordinator:
             # the connection dies. The slot is given back only once the connection is.
             await asyncio.shield(self._unlock(conn, lock_name))
 
-    async def _lock(self, lock_name: str) -> AsyncConnection[DictRow]:
+    async def _lock(self, key: str, lock_name: str) -> AsyncConnection[DictRow]:
         conn = await self._pool.getconn()
         try:
             async with conn.cursor(row_factory=tuple_row) as cursor:
@@ -146,6 +156,11 @@ class PostgresRunCoordinator:
         if row is None or not row[0]:
             await asyncio.shield(self._pool.putconn(conn))
             raise RunBusyError()
+        try:
+            await conn.execute(_RECORD_RUN, (key,))
+        except BaseException:
+            await asyncio.shield(self._discard(conn))
+            raise
         return conn
 
     async def _unlock(self, conn: AsyncConnection[DictRow], lock_name: str) -> None:

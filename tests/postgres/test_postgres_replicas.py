@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -13,6 +14,9 @@ import psycopg
 import pytest
 from openai.types.responses import Response, ResponseFunctionToolCall
 
+from lgos import delete_expired_interrupt_runs
+from lgos.integrations.postgres import open_postgres_resources
+from lgos.server import ServerSettings
 from tests.postgres.processes import LgosServer, start_lgos
 from tests.postgres.side_effect_registry import MODEL as COUNTED_MODEL
 from tests.postgres.side_effect_registry import SIDE_EFFECTS_TABLE
@@ -193,3 +197,52 @@ async def test_the_server_sweeps_expired_pauses_and_their_answers_conflict(
     finished = await answer(server, young, "approve")
     assert finished.output_text == "Published 'the young report'."
     assert "server.interrupt_expiry.deleted" in server.output()
+
+
+async def checkpoint_count(database: str, thread_id: str) -> int:
+    rows = await query(
+        database, f"SELECT count(*) FROM checkpoints WHERE thread_id = '{thread_id}'"
+    )
+    return int(str(rows[0][0]))
+
+
+async def test_a_run_killed_mid_execution_is_swept_after_the_ttl(
+    database: str, servers: list[LgosServer], tmp_path: Path
+) -> None:
+    """The process dies before the run pauses or finishes: no cleanup ran, yet nothing leaks."""
+    server = await start(servers, DEMO, database, tmp_path)
+    client = server.client()
+    # background-interrupt prepares its report for `delay_seconds` before it asks anything.
+    running = asyncio.create_task(
+        client.responses.create(
+            model="background-interrupt",
+            input="a report that never gets reviewed",
+            metadata={"lgos_settings": json.dumps({"delay_seconds": 300})},
+        )
+    )
+    with anyio.fail_after(60):
+        while True:
+            threads = await paused_threads(database)
+            if threads and await checkpoint_count(database, next(iter(threads))) > 0:
+                break
+            await anyio.sleep(0.05)
+    (thread_id,) = threads
+    await anyio.to_thread.run_sync(server.kill)
+    with pytest.raises(openai.APIConnectionError):
+        await running
+    await client.close()
+
+    assert await checkpoint_count(database, thread_id) > 0
+    await query(
+        database,
+        "UPDATE lgos_paused_runs SET paused_at = now() - interval '31 days' "
+        f"WHERE thread_id = '{thread_id}' RETURNING thread_id",
+    )
+    settings = ServerSettings(POSTGRES_URI=database, POSTGRES_POOL_SIZE=2)
+    async with open_postgres_resources(settings) as resources:
+        deleted = await delete_expired_interrupt_runs(
+            resources.checkpointer, resources.run_coordinator, older_than=timedelta(days=30)
+        )
+    assert deleted == 1
+    assert await checkpoint_count(database, thread_id) == 0
+    assert await paused_threads(database) == set()
