@@ -16,11 +16,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import chainlit as cl
+import lgos_ui as ui
 from chainlit.data import get_data_layer
 from chainlit.input_widget import InputWidget, Select, Slider, Switch, TextInput
 from openai import APIError, APIStatusError, AsyncOpenAI
-
-import lgos_ui as ui
 
 BASE_URL = (
     os.environ.get("LGOS_BASE_URL")
@@ -209,7 +208,9 @@ async def show_api_error(exc: APIStatusError) -> None:
     if code == "interrupt_state_conflict":
         # The review was answered elsewhere, expired or is stale: it can never succeed again.
         await persist(PENDING, None)
-        await cl.ErrorMessage(content=f"This review can no longer be answered: {exc.message}").send()
+        await cl.ErrorMessage(
+            content=f"This review can no longer be answered: {exc.message}"
+        ).send()
     elif code == "run_busy":
         await cl.ErrorMessage(content="The run is busy; try again in a moment.").send()
     else:
@@ -312,7 +313,9 @@ async def finish(response: dict[str, Any], shown: bool) -> None:
         await cl.Message(content=f"Refused: {rendered.refusal}").send()
     if status == "failed":
         error = response.get("error") or {}
-        await cl.ErrorMessage(content=f"The run failed: {error.get('message', 'unknown error')}").send()
+        await cl.ErrorMessage(
+            content=f"The run failed: {error.get('message', 'unknown error')}"
+        ).send()
     elif status == "incomplete":
         reason = (response.get("incomplete_details") or {}).get("reason", "unknown")
         await cl.Message(content=f"The answer is incomplete ({reason}).").send()
@@ -352,7 +355,11 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
         )
         await message.send()
         record["calls"].append(
-            {"call_id": call["call_id"], "arguments": call.get("arguments"), "message_id": message.id}
+            {
+                "call_id": call["call_id"],
+                "arguments": call.get("arguments"),
+                "message_id": message.id,
+            }
         )
     await persist(PENDING, record)
 

@@ -238,14 +238,22 @@ def parse_review(call: dict[str, Any]) -> ReviewQuestion:
     choices = [str(c) for c in declared] if isinstance(declared, list) else []
     free_choices = [c for c in choices if c.lower() in FREE_TEXT_CHOICES]
     buttons = [c for c in choices if c not in free_choices]
-    free_text = bool(free_choices) or not choices or bool(value.get("allow_free_text"))
+    # `allow_other: true` (or a "feedback"-like choice) means a typed answer is accepted too.
+    free_text = (
+        bool(free_choices)
+        or not choices
+        or bool(value.get("allow_other"))
+        or bool(value.get("allow_free_text"))
+    )
     if not buttons:
         buttons = ["approve", "reject"]
-    rest = {k: v for k, v in value.items() if k not in {"question", "message", "choices", "options"}}
+    rest = {
+        k: v for k, v in value.items() if k not in {"question", "message", "choices", "options"}
+    }
     details = "\n\n".join(
         f"**{k.replace('_', ' ').capitalize()}**\n\n{v if isinstance(v, str) else json.dumps(v)}"
         for k, v in rest.items()
-        if k != "allow_free_text"
+        if k not in {"allow_other", "allow_free_text"}
     )
     return ReviewQuestion(call["call_id"], question, buttons, free_text, details)
 

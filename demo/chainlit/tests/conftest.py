@@ -27,6 +27,8 @@ from pathlib import Path
 import pytest
 
 playwright_api = pytest.importorskip("playwright.sync_api")
+# Runs wait for real processes (a background run is polled every second): allow 30 s.
+playwright_api.expect.set_options(timeout=30_000)
 
 APP_DIR = Path(__file__).resolve().parents[1]
 REPO = APP_DIR.parents[1]
@@ -195,6 +197,14 @@ def new_page(browser: object) -> Iterator[Callable[[], object]]:
     yield make
     for context in contexts:
         context.close()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201
+    """Remember each phase's outcome on the test item, for failure screenshots."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
 
 
 @pytest.fixture(scope="session")

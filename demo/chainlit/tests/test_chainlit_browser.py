@@ -8,6 +8,7 @@ a screenshot under docs/img/chainlit/ that the docs page embeds.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,10 +38,20 @@ class Chat:
         self.page.get_by_role("option", name=model, exact=True).click()
         expect(self.page.locator("#chat-profiles")).to_contain_text(model)
 
-    def change_settings(self, *, background: bool | None = None, slider: str | None = None) -> None:
+    def change_settings(
+        self,
+        *,
+        background: bool | None = None,
+        slider: str | None = None,
+        select: dict[str, str] | None = None,
+    ) -> None:
         """Open the settings panel; flip "Run in background"; move the slider to an end."""
         self.page.locator("#chat-settings-open-modal").click()
         dialog = self.page.get_by_role("dialog")
+        for key, value in (select or {}).items():
+            dialog.locator(f"#{key}").click()
+            self.page.get_by_role("option", name=value, exact=True).click()
+            expect(dialog.locator(f"#{key}")).to_contain_text(value)
         if background is not None:
             switch = dialog.locator("#lgos_ui_background")
             expect(switch).to_be_visible()
@@ -63,6 +74,9 @@ class Chat:
         expect(submit).to_be_enabled()
         submit.click()
         expect(self.page.get_by_text(text, exact=True).first).to_be_visible()
+        # The first message makes a persisted thread: the page moves to /thread/<id>. Chainlit
+        # 2.12 drops the shown messages if the next one is sent during that move, so wait.
+        expect(self.page).to_have_url(re.compile(r"/thread/[0-9a-f-]+$"))
 
     def answer_review(self, choice: str) -> None:
         expect(self.page.get_by_text(REVIEW).last).to_be_visible()
@@ -73,41 +87,53 @@ class Chat:
 
 
 @pytest.fixture
-def chat(chainlit, new_page) -> Chat:
+def chat(chainlit, new_page, logs_dir: Path, request: pytest.FixtureRequest) -> Iterator[Chat]:
     chat = Chat(new_page(), chainlit.url)
     chat.login()
-    return chat
+    yield chat
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        # What the page showed when the test failed, next to the process logs.
+        shot = logs_dir / f"failed-{request.node.name}.png"
+        chat.page.screenshot(path=str(shot), full_page=True)
+        print(f"failure screenshot: {shot}")
 
 
 def test_simple_graph_streams_the_answer(chat: Chat, screenshot_dir: Path) -> None:
     chat.pick_model("simple-graph")
     chat.send("Hello from Chainlit")
-    answer = chat.page.locator(".step").filter(has_not_text="Hello from Chainlit").last
-    expect(answer).to_be_visible()
-    expect(chat.page.get_by_text(re.compile(r"Hello from Chainlit", re.I)).last).to_be_visible()
+    expect(
+        chat.page.get_by_text("Here is a short answer: you said 'Hello from Chainlit'.")
+    ).to_be_visible()
+    # A setting from the graph's schema (a select) changes the next answer.
+    chat.change_settings(select={"audience": "expert"})
+    chat.send("Second question")
+    expect(chat.page.get_by_text("In precise terms: you said 'Second question'.")).to_be_visible()
+    expect(chat.page.get_by_text("you said 'Hello from Chainlit'", exact=False)).to_be_visible()
     chat.shot(screenshot_dir, "simple-graph")
 
 
 @pytest.mark.parametrize(
-    ("choice", "outcome"),
+    ("choice", "outcome", "count"),
     [
-        ("Approve", re.compile(r"Background report for: Quarterly risks")),
-        ("Reject", re.compile(r"rejected", re.I)),
+        # The approved answer repeats the report the review showed: it is then on the page twice.
+        ("Approve", "Background report for: Quarterly risks", 2),
+        ("Reject", re.compile(r"rejected", re.I), 1),
     ],
 )
 def test_background_review(
-    chat: Chat, screenshot_dir: Path, choice: str, outcome: re.Pattern[str]
+    chat: Chat, screenshot_dir: Path, choice: str, outcome: str | re.Pattern[str], count: int
 ) -> None:
     chat.pick_model("background-interrupt")
     chat.change_settings(background=True, slider="min")  # delay_seconds = 0
     chat.send("Quarterly risks")
     # The status of the polled run stays on the page; here it ends completed with a review.
-    expect(chat.page.get_by_text(re.compile(r"Background run: Completed"))).to_be_visible()
+    expect(chat.page.get_by_text(re.compile(r"Background run: Completed"))).to_have_count(1)
     chat.answer_review(choice)
     expect(chat.page.get_by_text(f"Your answer: {choice.lower()}")).to_be_visible()
-    expect(chat.page.get_by_text(outcome).last).to_be_visible()
     # The continuation ran in the background too: a second status line, completed.
     expect(chat.page.get_by_text(re.compile(r"Background run: Completed"))).to_have_count(2)
+    expect(chat.page.get_by_text(outcome, exact=True)).to_have_count(count)
     expect(chat.page.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
     chat.shot(screenshot_dir, f"background-review-{choice.lower()}")
 
@@ -141,6 +167,7 @@ def test_review_survives_reload_and_restart(chat: Chat, chainlit, screenshot_dir
     chat.page.reload()
     expect(chat.page.get_by_text(REVIEW).last).to_be_visible()
     chat.answer_review("Approve")
-    expect(chat.page.get_by_text("Background report for: Reload safety").last).to_be_visible()
+    expect(chat.page.get_by_text(re.compile(r"Background run: Completed"))).to_have_count(2)
+    expect(chat.page.get_by_text("Background report for: Reload safety", exact=True)).to_have_count(2)
     expect(chat.page.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
     chat.shot(screenshot_dir, "review-after-restart")
