@@ -12,6 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from starlette.requests import Request
+from pydantic_core import to_json
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
@@ -36,6 +37,15 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 _SANE_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
 # Frames wait this long for a run's first event before the stream is committed.
 FIRST_EVENT_PATIENCE_SECONDS = 5.0
+
+
+class JSON(Response):
+    """JSON rendered by pydantic-core: faster than the stdlib encoder on large Responses."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return to_json(content)
 
 
 def error_response(error: LgosError, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -128,12 +138,12 @@ class OpenAIRoutes:
         return scope
 
     async def list_models(self, request: Request) -> Response:
-        return JSONResponse(models_wire.model_list(self.registry))
+        return JSON(models_wire.model_list(self.registry))
 
     async def get_model(self, request: Request) -> Response:
         model_id = request.path_params["model_id"]
         config = self.registry.get(model_id)
-        return JSONResponse(models_wire.model_object(model_id, config, detail=True))
+        return JSON(models_wire.model_object(model_id, config, detail=True))
 
     async def chat_completions(self, request: Request) -> Response:
         decoded = chat_wire.decode(await json_body(request))
@@ -144,7 +154,7 @@ class OpenAIRoutes:
                 self.registry, decoded, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
             )
             return EventStreamResponse(frames, ping_interval=self.ping_interval)  # type: ignore[return-value]
-        return JSONResponse(await chat.create(self.registry, decoded, scope=scope))
+        return JSON(await chat.create(self.registry, decoded, scope=scope))
 
     async def create_response(self, request: Request) -> Response:
         decoded = responses_request.decode(await json_body(request))
@@ -159,7 +169,7 @@ class OpenAIRoutes:
                 self.registry, prepared, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
             )
             return EventStreamResponse(frames, ping_interval=self.ping_interval)  # type: ignore[return-value]
-        return JSONResponse(await responses.create(self.registry, prepared, scope=scope))
+        return JSON(await responses.create(self.registry, prepared, scope=scope))
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})

@@ -9,6 +9,7 @@ from typing import Any
 
 from lgos.errors import InvalidRequestError, LgosError
 from lgos.registry import GraphConfig, GraphRegistry
+from lgos.run.request import GraphRequest
 from lgos.run.events import Commentary, Finished, Interrupted, RunEvent, TextDelta
 from lgos.service.execution import PeekedEvents, RunPlan, graph_request, plan_run, run_events
 from lgos.wire import ids
@@ -32,6 +33,7 @@ class PreparedResponse:
     config: GraphConfig
     plan: RunPlan
     context: ResponseContext
+    request: GraphRequest
 
     @property
     def model(self) -> str:
@@ -62,12 +64,12 @@ def prepare(
         run_id=run_id,
     )
     # Validates lgos_settings now, so a bad setting is a 400 and never a failed run.
-    _request(decoded, config)
+    request = _request(decoded, config)
     if response_id is None:
         response_id = (
             str(ids.run_response_id(plan.run_id)) if plan.run_id is not None else ids.response_id()
         )
-    return PreparedResponse(decoded, config, plan, response_context(decoded, response_id))
+    return PreparedResponse(decoded, config, plan, response_context(decoded, response_id), request)
 
 
 def response_context(decoded: DecodedResponsesRequest, response_id: str) -> ResponseContext:
@@ -87,7 +89,7 @@ def response_context(decoded: DecodedResponsesRequest, response_id: str) -> Resp
     )
 
 
-def _request(decoded: DecodedResponsesRequest, config: GraphConfig) -> Any:
+def _request(decoded: DecodedResponsesRequest, config: GraphConfig) -> GraphRequest:
     body = decoded.body
     return graph_request(
         config,
@@ -112,7 +114,7 @@ def _events(
     return run_events(
         registry,
         prepared.config,
-        _request(prepared.decoded, prepared.config),
+        prepared.request,
         prepared.plan,
         scope=scope,
         streaming=streaming,
