@@ -9,8 +9,8 @@ from typing import Any
 
 from lgos.errors import InvalidRequestError, LgosError
 from lgos.registry import GraphConfig, GraphRegistry
-from lgos.run.request import GraphRequest
 from lgos.run.events import Commentary, Finished, Interrupted, RunEvent, TextDelta
+from lgos.run.request import GraphRequest
 from lgos.service.execution import PeekedEvents, RunPlan, graph_request, plan_run, run_events
 from lgos.wire import ids
 from lgos.wire.errors import SERVER_ERROR_MESSAGE
