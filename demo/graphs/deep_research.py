@@ -332,9 +332,12 @@ def citation_annotations(text: str, sources: Sequence[Source]) -> list[dict[str,
         if source is None:
             continue
         end = _claim_end(text, match.start())
+        if end == 0 or text[end - 1] == "\n":
+            continue  # a marker with no claim before it, e.g. a numbered list of sources
         start = _claim_start(text, end)
-        if end <= start:
-            continue  # a marker with no claim before it, e.g. at the start of a line
+        claim = text[start:end]
+        if not any(char.isalnum() for char in claim) or _MARKER.search(claim):
+            continue
         annotations.append(
             {
                 "type": "citation",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -18,6 +19,8 @@ from lgos.server import ServerSettings, create_app
 
 INTERRUPT_TOOL = "lgos_interrupt"
 TERMINAL = {"completed", "failed", "cancelled", "incomplete"}
+# Far above what any demo run needs; only bounds a hung run.
+POLL_DEADLINE_SECONDS = 30
 
 
 @pytest.fixture
@@ -25,23 +28,18 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-async def app(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FastAPI]:
-    # The demo graphs would switch to a real model if a developer's shell configures one.
-    for variable in (MODEL_VARIABLE, API_KEY_VARIABLE, BASE_URL_VARIABLE):
-        monkeypatch.delenv(variable, raising=False)
-    application = create_app(
+def demo_app() -> FastAPI:
+    return create_app(
         "demo.registry:create_registry",
         settings=ServerSettings(
             POSTGRES_URI=None, BACKGROUND="memory", INTERRUPT_SWEEP_INTERVAL_MINUTES=0
         ),
     )
-    async with application.router.lifespan_context(application):
-        yield application
 
 
-@pytest.fixture
-async def client(app: FastAPI) -> AsyncIterator[AsyncOpenAI]:
+@asynccontextmanager
+async def sdk_client(app: FastAPI) -> AsyncIterator[AsyncOpenAI]:
+    """The official SDK, strict, talking to `app` in-process."""
     transport = httpx2.ASGITransport(app=app)
     async with httpx2.AsyncClient(transport=transport, base_url="http://test") as http:
         yield AsyncOpenAI(
@@ -51,6 +49,22 @@ async def client(app: FastAPI) -> AsyncIterator[AsyncOpenAI]:
             _strict_response_validation=True,
             max_retries=0,
         )
+
+
+@pytest.fixture
+async def app(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FastAPI]:
+    # The demo graphs would switch to a real model if a developer's shell configures one.
+    for variable in (MODEL_VARIABLE, API_KEY_VARIABLE, BASE_URL_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
+    application = demo_app()
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[AsyncOpenAI]:
+    async with sdk_client(app) as sdk:
+        yield sdk
 
 
 def settings(**values: Any) -> dict[str, str]:
@@ -76,9 +90,9 @@ def commentary(response: Response) -> list[str]:
     ]
 
 
-async def poll(client: AsyncOpenAI, response: Response, timeout: float = 30) -> Response:
+async def poll(client: AsyncOpenAI, response: Response) -> Response:
     """Retrieve a background Response until it is terminal, as a client would."""
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(POLL_DEADLINE_SECONDS):
         while response.status not in TERMINAL:
             # Yield to the in-process engine between polls; the deadline bounds the wait.
             await anyio.sleep(0.01)

@@ -49,7 +49,8 @@ def assert_citations_are_grounded(response: Response) -> list[str]:
         assert annotation.type == "url_citation"
         assert annotation.url in TEXT_BY_URL
         claim = text[annotation.start_index : annotation.end_index]
-        assert claim and claim in TEXT_BY_URL[annotation.url]
+        assert claim
+        assert claim in TEXT_BY_URL[annotation.url]
         marker = re.match(r" \[(\d+)\]", text[annotation.end_index :])
         assert marker is not None, text[annotation.end_index : annotation.end_index + 10]
         assert f"{marker.group(1)}. [{annotation.title}]({annotation.url})" in text
@@ -141,9 +142,9 @@ async def test_only_the_report_streams_and_tools_show_as_progress(client: AsyncO
         elif event.type == "response.completed":
             final = event.response
     assert final is not None
-    answer_part = [
+    answer_part = next(
         item for item in final.output if item.type == "message" and item.phase != "commentary"
-    ][0].content[0]
+    ).content[0]
     assert answer_part.type == "output_text"
     # The streamed text is the answer, word by word, with nothing from planning or tools.
     assert "".join(deltas) == answer_part.text

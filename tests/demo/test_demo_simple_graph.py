@@ -31,8 +31,9 @@ async def test_chat_completions_stream_word_by_word(client: AsyncOpenAI) -> None
         async for chunk in stream
         if chunk.choices and chunk.choices[0].delta.content
     ]
-    assert "".join(pieces) == "Here is a short answer: you said 'Hello there'."
-    assert len(pieces) == len("Here is a short answer: you said 'Hello there'.".split())
+    expected = "Here is a short answer: you said 'Hello there'."
+    assert "".join(pieces) == expected
+    assert len(pieces) == len(expected.split(" "))
 
 
 async def test_an_unknown_setting_is_refused(client: AsyncOpenAI) -> None:

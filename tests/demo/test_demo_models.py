@@ -1,0 +1,152 @@
+"""The model switch of the demo graphs, and the citation spans of model-written reports."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from conftest import demo_app, sdk_client
+
+from demo.corpus import default_corpus
+from demo.graphs.deep_research import Source, citation_annotations
+from demo.graphs.fake_model import ScriptedChatModel
+from demo.graphs.models import (
+    API_KEY_VARIABLE,
+    BASE_URL_VARIABLE,
+    MODEL_VARIABLE,
+    chat_model,
+    real_model_config,
+)
+from lgos.errors import ConfigurationError
+
+FAKE = ScriptedChatModel(script=lambda _messages: "fake")
+
+
+def test_no_configuration_means_the_fake() -> None:
+    assert real_model_config({}) is None
+    assert chat_model(FAKE, {}) is FAKE
+
+
+def test_a_half_configuration_is_an_error_not_a_silent_fake() -> None:
+    with pytest.raises(ConfigurationError, match=MODEL_VARIABLE):
+        real_model_config({BASE_URL_VARIABLE: "http://127.0.0.1:9/v1"})
+    with pytest.raises(ConfigurationError, match=API_KEY_VARIABLE):
+        real_model_config({MODEL_VARIABLE: "gpt-test"})
+
+
+def test_a_full_configuration_selects_an_openai_compatible_model() -> None:
+    environ = {
+        MODEL_VARIABLE: "gpt-test",
+        API_KEY_VARIABLE: "sk-secret",
+        BASE_URL_VARIABLE: "http://127.0.0.1:9/v1",
+    }
+    config = real_model_config(environ)
+    assert config is not None
+    assert "sk-secret" not in repr(config)
+    model = chat_model(FAKE, environ)
+    assert type(model).__name__ == "ChatOpenAI"
+    assert model.model_name == "gpt-test"  # type: ignore[attr-defined]
+
+
+def test_citations_span_the_claim_before_each_marker() -> None:
+    documents = list(default_corpus().documents.values())
+    sources = [Source(1, documents[0]), Source(2, documents[1])]
+    text = (
+        "## Findings\n\n"
+        "Output rose sharply [1][2]. Seals avoid the kites [2], and noise fades fast.\n"
+        "- A bulleted claim. [1]\n"
+        "[2] a marker with nothing before it\n"
+        "An unknown source [7]."
+    )
+    spans = [
+        (a["url"], text[a["start_index"] : a["end_index"]])
+        for a in citation_annotations(text, sources)
+    ]
+    assert spans == [
+        (documents[0].url, "Output rose sharply"),
+        (documents[1].url, "Output rose sharply"),
+        (documents[1].url, "Seals avoid the kites"),
+        (documents[0].url, "A bulleted claim."),
+    ]
+
+
+# --- a real OpenAI-compatible server behind the switch -----------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def upstream() -> Iterator[str]:
+    """`lgos serve` of the demo registry as a separate process: an OpenAI-compatible server
+    that needs no key, standing in for a hosted model."""
+    port = _free_port()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("LGOS_", "DEMO_OPENAI_", "OTEL_"))
+    }
+    lgos = Path(sys.executable).with_name("lgos")
+    command = [str(lgos), "serve", "demo.registry:create_registry"]
+    process = subprocess.Popen(
+        [*command, "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def _wait_ready(base_url: str) -> None:
+    with anyio.fail_after(60):
+        async with httpx2.AsyncClient() as http:
+            while True:
+                try:
+                    if (await http.get(f"{base_url}/models")).status_code == 200:
+                        return
+                except httpx2.TransportError:
+                    pass
+                await anyio.sleep(0.1)  # polling the port until the server listens
+
+
+@pytest.mark.processes
+@pytest.mark.anyio
+async def test_simple_graph_answers_through_a_configured_real_model(
+    upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _wait_ready(upstream)
+    # The upstream's own simple-graph plays the hosted model; ours must relay its answer.
+    monkeypatch.setenv(BASE_URL_VARIABLE, upstream)
+    monkeypatch.setenv(API_KEY_VARIABLE, "not-needed")
+    monkeypatch.setenv(MODEL_VARIABLE, "simple-graph")
+    app = demo_app()
+    async with app.router.lifespan_context(app), sdk_client(app) as client:
+        stream = await client.responses.create(
+            model="simple-graph", input="Ping from downstream", stream=True
+        )
+        deltas: list[str] = []
+        final = None
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                deltas.append(event.delta)
+            elif event.type == "response.completed":
+                final = event.response
+    assert final is not None
+    expected = "Here is a short answer: you said 'Ping from downstream'."
+    assert final.output_text == expected
+    assert "".join(deltas) == expected
+    assert len(deltas) > 1  # streamed through ChatOpenAI token by token
