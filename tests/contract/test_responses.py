@@ -235,3 +235,42 @@ async def test_request_id_is_echoed_or_generated(http: httpx2.AsyncClient) -> No
     insane = await http.get("/v1/models", headers={"X-Request-ID": "bad id with spaces"})
     assert insane.headers["x-request-id"] != "bad id with spaces"
     assert len(insane.headers["x-request-id"]) == 32
+
+
+async def test_model_calls_tagged_nostream_do_not_stream(client: AsyncOpenAI) -> None:
+    deltas = []
+    async with client.responses.stream(model="private-calls", input="?") as stream:
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                deltas.append(event.delta)
+        final = await stream.get_final_response()
+    assert "".join(deltas) == final.output_text == "the public answer"
+
+
+async def test_tokens_from_subgraphs_stream(client: AsyncOpenAI) -> None:
+    deltas = []
+    async with client.responses.stream(model="subgraph", input="deep") as stream:
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                deltas.append(event.delta)
+        final = await stream.get_final_response()
+    assert len(deltas) > 1
+    assert "".join(deltas) == final.output_text == "echo: human:deep"
+
+
+async def test_usage_comes_from_the_answer_message(client: AsyncOpenAI) -> None:
+    response = await client.responses.create(model="metered", input="?")
+    assert response.usage is not None
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (12, 3)
+    assert response.usage.input_tokens_details.cached_tokens == 4
+    assert response.usage.output_tokens_details.reasoning_tokens == 1
+    stream = await client.chat.completions.create(
+        model="metered",
+        messages=[{"role": "user", "content": "?"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [chunk async for chunk in stream]
+    usage = chunks[-1].usage
+    assert usage is not None
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (12, 3, 15)

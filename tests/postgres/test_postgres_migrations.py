@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import subprocess
 import sys
 import textwrap
@@ -9,9 +11,11 @@ import textwrap
 import psycopg
 import pytest
 
-from lgos.integrations.postgres import MIGRATIONS
+from lgos.errors import ConfigurationError
+from lgos.integrations.postgres import MIGRATIONS, open_postgres_resources
+from lgos.server import ServerSettings
 
-pytestmark = [pytest.mark.postgres, pytest.mark.processes]
+pytestmark = [pytest.mark.postgres]
 
 # Each process opens the resources once the test says "go" on stdin, so they really start
 # their migrations at the same moment instead of one after the other.
@@ -43,6 +47,7 @@ def table_versions(uri: str, table: str) -> list[int]:
         return [row[0] for row in conn.execute(f"SELECT v FROM {table} ORDER BY v").fetchall()]
 
 
+@pytest.mark.processes
 def test_replicas_migrating_at_once_all_start(database: str) -> None:
     processes = [
         subprocess.Popen(
@@ -85,3 +90,69 @@ def test_replicas_migrating_at_once_all_start(database: str) -> None:
         invalid = conn.execute("SELECT count(*) FROM pg_index WHERE NOT indisvalid").fetchone()
     # An interrupted CREATE INDEX CONCURRENTLY leaves an invalid index behind.
     assert invalid == (0,)
+
+
+class _Waiting(logging.Handler):
+    """Sets an event when LGOS reports that it waits for another replica's migrations."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == "postgres.migrations.waiting":
+            self.seen.set()
+
+
+@pytest.mark.anyio
+async def test_a_waiting_replica_never_blocks_the_migrating_ones_index_builds(
+    database: str,
+) -> None:
+    """While one replica migrates (here: the test, holding the lock and building an index
+    concurrently), another waits for the lock without making the index build wait for it."""
+    waiting = _Waiting()
+    logger = logging.getLogger("lgos.postgres")
+    logger.addHandler(waiting)
+    previous_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        async with await psycopg.AsyncConnection.connect(database, autocommit=True) as holder:
+            await holder.execute(
+                "SELECT pg_advisory_lock(hashtextextended(%s, 0))", ("lgos.migrations",)
+            )
+            await holder.execute("CREATE TABLE elsewhere (x int)")
+            settings = ServerSettings(POSTGRES_URI=database, POSTGRES_POOL_SIZE=2)
+            opened = asyncio.Event()
+            done = asyncio.Event()
+
+            async def replica() -> None:
+                async with open_postgres_resources(settings):
+                    opened.set()
+                    await done.wait()
+
+            task = asyncio.create_task(replica())
+            await asyncio.wait_for(waiting.seen.wait(), 60)
+            # The blocking pg_advisory_lock would deadlock here (PostgreSQL aborts one side).
+            await asyncio.wait_for(
+                holder.execute("CREATE INDEX CONCURRENTLY elsewhere_x ON elsewhere (x)"), 60
+            )
+            cur = await holder.execute("SELECT to_regclass('lgos_paused_runs')")
+            assert await cur.fetchone() == (None,)  # it really waited
+            await holder.execute(
+                "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", ("lgos.migrations",)
+            )
+            await asyncio.wait_for(opened.wait(), 60)
+            done.set()
+            await task
+    finally:
+        logger.removeHandler(waiting)
+        logger.setLevel(previous_level)
+    assert table_versions(database, "lgos_migrations") == list(range(len(MIGRATIONS)))
+
+
+@pytest.mark.anyio
+async def test_a_pool_of_one_connection_is_refused(database: str) -> None:
+    settings = ServerSettings(POSTGRES_URI=database, POSTGRES_POOL_SIZE=1)
+    with pytest.raises(ConfigurationError, match="LGOS_POSTGRES_POOL_SIZE"):
+        async with open_postgres_resources(settings):
+            pytest.fail("opened with a pool that cannot hold a lease and write a checkpoint")

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
@@ -223,6 +224,43 @@ def parallel_graph(checkpointer: Any) -> Pregel:
     return builder.compile(checkpointer=checkpointer)
 
 
+def private_calls_graph() -> Pregel:
+    """A planning call tagged `nostream`, then the answer: only the answer streams."""
+    planner = ScriptedChatModel(script=lambda _m: "secret plan").with_config(tags=[TAG_NOSTREAM])
+    writer = ScriptedChatModel(script=lambda _m: "the public answer")
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        await planner.ainvoke(state["messages"])
+        return {"messages": [await writer.ainvoke(state["messages"])]}
+
+    return single_node(node)
+
+
+def subgraph_graph() -> Pregel:
+    """The answer is streamed by a model inside a subgraph."""
+    inner = echo_graph()
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("inner", inner)
+    builder.add_edge(START, "inner")
+    builder.add_edge("inner", END)
+    return builder.compile()
+
+
+def metered_graph() -> Pregel:
+    async def node(state: MessagesState) -> dict[str, Any]:
+        usage = {
+            "input_tokens": 12,
+            "output_tokens": 3,
+            "total_tokens": 15,
+            "input_token_details": {"cache_read": 4},
+            "output_token_details": {"reasoning": 1},
+        }
+        return {"messages": [AIMessage(content="metered", usage_metadata=usage)]}
+
+    return single_node(node)
+
+
 def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
     checkpointer = checkpointer or InMemorySaver()
     interrupts = frozenset({GraphFeature.INTERRUPTS})
@@ -240,6 +278,11 @@ def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
             "blocking": GraphConfig(graph=blocking_graph(probe), description="Waits"),
             "progress": GraphConfig(graph=progress_graph(), description="Reports progress"),
             "cited": GraphConfig(graph=cited_graph(), description="Cites"),
+            "private-calls": GraphConfig(graph=private_calls_graph(), description="Plans quietly"),
+            "subgraph": GraphConfig(
+                graph=subgraph_graph(), description="Streams from a subgraph", client_settings=EchoSettings
+            ),
+            "metered": GraphConfig(graph=metered_graph(), description="Reports usage"),
             "approval": GraphConfig(
                 graph=approval_graph(checkpointer, probe), description="Asks", features=interrupts
             ),

@@ -1,0 +1,136 @@
+"""Background Responses across real processes on PostgreSQL: two `lgos serve` APIs and two
+`lgos worker` processes (DBOS), a worker killed mid-run, the guide's client, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import openai
+import pytest
+from dbos import DBOSClient
+
+from lgos.integrations.dbos import DBOSBackgroundBackend, _sqlalchemy_url
+from lgos.wire import ids
+from tests.background.conftest import Deployment, is_message
+from tests.background.test_conformance import NO_DELAY, finished, step_seen, topic
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+
+
+@pytest.fixture
+async def dbos(dbos_deployment: Deployment) -> Deployment:
+    dbos_deployment.ensure_workers()
+    try:
+        yield dbos_deployment  # type: ignore[misc]
+    finally:
+        await dbos_deployment.close_clients()
+
+
+async def test_creates_on_either_api_are_polled_on_the_other(dbos: Deployment) -> None:
+    created = await asyncio.gather(
+        *(
+            dbos.client(index % 2).responses.create(
+                model="background-mock",
+                input=f"report {index}",
+                background=True,
+                metadata=NO_DELAY,
+            )
+            for index in range(8)
+        )
+    )
+    for index, accepted in enumerate(created):
+        done = await finished(dbos, accepted.id, api=index + 1)
+        assert done.status == "completed"
+        assert done.output_text == f"Background report for: report {index}"
+
+
+async def test_killed_worker_run_completes_without_redoing_finished_steps(dbos: Deployment) -> None:
+    name = topic()
+    accepted = await dbos.client(0).responses.create(
+        model="gated-steps", input=name, background=True
+    )
+    victim_pid = await step_seen(dbos, name, "step_2", "started")
+    victim = dbos.worker_with_pid(victim_pid)
+    victim.process.send_signal(signal.SIGKILL)
+    victim.process.wait()
+    await dbos.open_gate(name)
+
+    done = await finished(dbos, accepted.id, api=1)
+    assert done.status == "completed"
+    assert done.output_text == f"Steps done for {name}: step_1, step_2, step_3"
+    steps = await dbos.steps(name)
+    events = [(step, event) for step, event, _ in steps]
+    # step_1 finished before the kill and never ran again; step_2 was cut off and started over
+    # on the surviving worker; step_3 ran once.
+    assert events.count(("step_1", "started")) == 1
+    assert events.count(("step_1", "finished")) == 1
+    assert events.count(("step_2", "started")) == 2
+    assert events.count(("step_2", "finished")) == 1
+    assert events.count(("step_3", "finished")) == 1
+    rescuer = {pid for step, event, pid in steps if (step, event) == ("step_2", "finished")}
+    assert victim_pid not in rescuer
+
+
+async def test_restarted_worker_takes_runs_again(dbos: Deployment) -> None:
+    # The fixture restarted the worker killed above (same LGOS_WORKER_ID); runs still finish.
+    accepted = await dbos.client(1).responses.create(
+        model="background-mock", input="after restart", background=True, metadata=NO_DELAY
+    )
+    assert (await finished(dbos, accepted.id, api=0)).status == "completed"
+
+
+async def test_seed_client_works_unmodified(dbos: Deployment) -> None:
+    script = Path(__file__).with_name("seed_client.py")
+    result = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, str(script)],
+        env={**os.environ, "OPENAI_BASE_URL": f"{dbos.apis[0].base_url}/v1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("accepted resp_")
+    assert lines[0].endswith(" queued")
+    assert lines[-1] == (
+        "completed Background report for: Summarize the migration risks and next actions."
+    )
+
+
+async def test_retention_deletes_finished_runs(dbos: Deployment) -> None:
+    client = dbos.client(0)
+    accepted = await client.responses.create(
+        model="background-mock", input="old news", background=True, metadata=NO_DELAY
+    )
+    await finished(dbos, accepted.id)
+    engine = DBOSClient(system_database_url=_sqlalchemy_url(dbos.uri), application_name="lgos")
+    try:
+        backend = DBOSBackgroundBackend(engine)
+        parsed = ids.parse_run_response_id(accepted.id)
+        assert parsed is not None
+        assert await backend.get(parsed.nonce) is not None
+        assert await backend.delete_finished(timedelta(0)) >= 1
+        assert await backend.get(parsed.nonce) is None
+    finally:
+        await asyncio.to_thread(engine.destroy)
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.retrieve(accepted.id)
+
+
+async def test_worker_stops_gracefully_on_sigterm(dbos: Deployment) -> None:
+    worker = dbos.workers["test-worker-1"]
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(timeout=60) == 0
+    worker.wait_for_record(is_message("worker.stopped"))
+    records = worker.records()  # every stdout line is a JSON object
+    assert any(record.get("executor_id") == "test-worker-1" for record in records)
+    assert all(json.dumps(record) for record in records)
