@@ -11,5 +11,6 @@ RUN useradd --system --uid 10001 --home-dir /app chainlit && chown -R chainlit /
 USER chainlit
 
 EXPOSE 8000
-# CHAINLIT_APP names the app module inside demo/chainlit.
-CMD ["sh", "-c", "exec chainlit run \"${CHAINLIT_APP:-app.py}\" --headless --host 0.0.0.0 --port 8000"]
+# With DATABASE_URL set, create Chainlit's database and schema first
+# (setup_db.py is idempotent). CHAINLIT_APP names the app module.
+CMD ["sh", "-c", "if [ -n \"${DATABASE_URL:-}\" ]; then python setup_db.py \"$DATABASE_URL\"; fi && exec chainlit run \"${CHAINLIT_APP:-app.py}\" --headless --host 0.0.0.0 --port 8000"]
