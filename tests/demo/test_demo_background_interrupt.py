@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import poll, review_calls, settings
 from openai import AsyncOpenAI
+
+from tests.demo.support import poll, review_calls, settings
 
 pytestmark = pytest.mark.anyio
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from conftest import poll, settings
 from openai import AsyncOpenAI
+
+from tests.demo.support import poll, settings
 
 pytestmark = pytest.mark.anyio
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import review_calls
 from openai import AsyncOpenAI
+
+from tests.demo.support import review_calls
 
 pytestmark = pytest.mark.anyio
 

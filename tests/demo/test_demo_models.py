@@ -12,7 +12,6 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from conftest import demo_app, sdk_client
 
 from demo.corpus import default_corpus
 from demo.graphs.deep_research import Source, citation_annotations
@@ -25,6 +24,7 @@ from demo.graphs.models import (
     real_model_config,
 )
 from lgos.errors import ConfigurationError
+from tests.demo.support import demo_app, sdk_client
 
 FAKE = ScriptedChatModel(script=lambda _messages: "fake")
 

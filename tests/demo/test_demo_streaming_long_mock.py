@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import settings
 from openai import AsyncOpenAI
+
+from tests.demo.support import settings
 
 pytestmark = pytest.mark.anyio
 

@@ -1,0 +1,67 @@
+"""Helpers for the demo tests: the demo app in-process, the strict SDK, polling, review calls."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+from fastapi import FastAPI
+from openai import AsyncOpenAI
+from openai.types.responses import Response, ResponseFunctionToolCall
+
+from lgos.server import ServerSettings, create_app
+
+INTERRUPT_TOOL = "lgos_interrupt"
+TERMINAL = {"completed", "failed", "cancelled", "incomplete"}
+# Far above what any demo run needs; only bounds a hung run.
+POLL_DEADLINE_SECONDS = 30
+
+
+def demo_app() -> FastAPI:
+    return create_app(
+        "demo.registry:create_registry",
+        settings=ServerSettings(
+            POSTGRES_URI=None, BACKGROUND="memory", INTERRUPT_SWEEP_INTERVAL_MINUTES=0
+        ),
+    )
+
+
+@asynccontextmanager
+async def sdk_client(app: FastAPI) -> AsyncIterator[AsyncOpenAI]:
+    """The official SDK, strict, talking to `app` in-process."""
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://test") as http:
+        yield AsyncOpenAI(
+            base_url="http://test/v1",
+            api_key="x",
+            http_client=http,
+            _strict_response_validation=True,
+            max_retries=0,
+        )
+
+
+def settings(**values: Any) -> dict[str, str]:
+    """Per-request graph settings travel as a JSON object string in metadata."""
+    return {"lgos_settings": json.dumps(values)}
+
+
+def review_calls(response: Response) -> list[ResponseFunctionToolCall]:
+    return [
+        item
+        for item in response.output
+        if item.type == "function_call" and item.name == INTERRUPT_TOOL
+    ]
+
+
+async def poll(client: AsyncOpenAI, response: Response) -> Response:
+    """Retrieve a background Response until it is terminal, as a client would."""
+    with anyio.fail_after(POLL_DEADLINE_SECONDS):
+        while response.status not in TERMINAL:
+            # Yield to the in-process engine between polls; the deadline bounds the wait.
+            await anyio.sleep(0.01)
+            response = await client.responses.retrieve(response.id)
+    return response
