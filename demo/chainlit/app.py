@@ -171,7 +171,10 @@ async def run_turn(
     previous_response_id: str | None = None,
     on_accepted: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Send one Responses request and show its result; `on_accepted` runs once the server took it."""
+    """Send one Responses request and show its result.
+
+    `on_accepted` runs once the server has taken the request (the run is then its business).
+    """
     model: ui.ModelInfo = cl.user_session.get(MODEL)
     metadata, background, stream = request_options()
     kwargs: dict[str, Any] = {"model": model.id, "input": request_input}

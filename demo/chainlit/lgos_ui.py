@@ -117,7 +117,7 @@ def coerce(spec: SettingSpec, value: Any) -> Any:
     if value is None:
         return spec.default
     if spec.kind == "slider":
-        return int(round(float(value)))
+        return round(float(value))
     if spec.kind == "switch":
         return bool(value)
     return str(value)

@@ -10,6 +10,7 @@ created through the server's `postgres` maintenance database when it does not ex
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -32,10 +33,9 @@ async def ensure_database(url: str) -> None:
         if not exists:
             # Identifiers cannot be bound as parameters; quote the name ourselves.
             quoted = '"' + name.replace('"', '""') + '"'
-            try:
+            # Another launcher may create it at the same moment: that is fine too.
+            with contextlib.suppress(asyncpg.DuplicateDatabaseError):
                 await conn.execute(f"CREATE DATABASE {quoted}")
-            except asyncpg.DuplicateDatabaseError:
-                pass  # created concurrently by another launcher
     finally:
         await conn.close()
 

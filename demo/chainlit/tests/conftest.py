@@ -26,9 +26,13 @@ from pathlib import Path
 
 import pytest
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-# Runs wait for real processes (a background run is polled every second): allow 30 s.
-playwright_api.expect.set_options(timeout=30_000)
+try:
+    from playwright import sync_api as playwright_api
+except ImportError:  # the unit tests of lgos_ui.py run without it
+    playwright_api = None
+else:
+    # Runs wait for real processes (a background run is polled every second): allow 30 s.
+    playwright_api.expect.set_options(timeout=30_000)
 
 APP_DIR = Path(__file__).resolve().parents[1]
 REPO = APP_DIR.parents[1]
@@ -69,9 +73,13 @@ def wait_http(url: str, proc: subprocess.Popen[bytes] | None, timeout: float, lo
     raise RuntimeError(f"{url} did not answer within {timeout} s\n{log.read_text()}")
 
 
-def stop_process(proc: subprocess.Popen[bytes]) -> None:
-    """Terminate the process group we started (the launcher execs, but be thorough)."""
+def stop_process(proc: subprocess.Popen[bytes], *, crash: bool = False) -> None:
+    """End the process group we started: politely, or with SIGKILL to play a crash."""
     if proc.poll() is not None:
+        return
+    if crash:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=15)
         return
     os.killpg(proc.pid, signal.SIGTERM)
     try:
@@ -86,33 +94,88 @@ def logs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("chainlit-logs")
 
 
-@pytest.fixture(scope="session")
-def lgos_url(logs_dir: Path) -> Iterator[str]:
-    """OpenAI base URL of a real LGOS server with the demo registry."""
-    external = os.environ.get("LGOS_CHAINLIT_TEST_BASE_URL")
-    if external:
-        yield external
-        return
-    port = free_port()
-    env = {**os.environ, "LGOS_BACKGROUND": "memory"}
-    env.pop("LGOS_POSTGRES_URI", None)  # one process: in-memory state is enough here
-    lgos = shutil.which("lgos") or str(Path(sys.executable).with_name("lgos"))
-    log = logs_dir / "lgos.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [lgos, "serve", "demo.registry:create_registry", "--host", "127.0.0.1"]
-            + ["--port", str(port)],
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+def create_database(name: str) -> bool:
+    """Create a throwaway database with psycopg (lgos[postgres]); False when psycopg is absent."""
     try:
-        wait_http(f"http://127.0.0.1:{port}/v1/models", proc, 60, log)
-        yield f"http://127.0.0.1:{port}/v1"
+        import psycopg
+    except ImportError:
+        return False
+    with psycopg.connect(f"{PG_ADMIN_URL}/postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return True
+
+
+def drop_database(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{PG_ADMIN_URL}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class LgosServer:
+    """`lgos serve demo.registry:create_registry` as a real process, restartable on its port.
+
+    With PostgreSQL (a fresh database) paused reviews outlive a restart of the server; the
+    background engine is the in-memory one, which is enough for one process.
+    """
+
+    def __init__(self, log: Path, postgres_uri: str | None) -> None:
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.log = log
+        self.env = {**os.environ, "LGOS_BACKGROUND": "memory"}
+        self.env.pop("LGOS_POSTGRES_URI", None)
+        if postgres_uri:
+            self.env["LGOS_POSTGRES_URI"] = postgres_uri
+        self.durable = postgres_uri is not None
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        lgos = shutil.which("lgos") or str(Path(sys.executable).with_name("lgos"))
+        command = [lgos, "serve", "demo.registry:create_registry"]
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [*command, "--host", "127.0.0.1", "--port", str(self.port)],
+                cwd=REPO,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        wait_http(f"{self.base_url}/models", self.proc, 60, self.log)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process(self.proc)
+            self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture(scope="session")
+def lgos_server(logs_dir: Path) -> Iterator[LgosServer | None]:
+    """The real LGOS server (None when LGOS_CHAINLIT_TEST_BASE_URL names one already running)."""
+    if os.environ.get("LGOS_CHAINLIT_TEST_BASE_URL"):
+        yield None
+        return
+    name = f"lgos_api_chainlit_test_{secrets.token_hex(4)}"
+    durable = create_database(name)
+    server = LgosServer(logs_dir / "lgos.log", f"{PG_ADMIN_URL}/{name}" if durable else None)
+    try:
+        server.start()
+        yield server
     finally:
-        stop_process(proc)
+        server.stop()
+        if durable:
+            drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def lgos_url(lgos_server: LgosServer | None) -> str:
+    """OpenAI base URL of the LGOS server the Chainlit app talks to."""
+    return lgos_server.base_url if lgos_server else os.environ["LGOS_CHAINLIT_TEST_BASE_URL"]
 
 
 class ChainlitApp:
@@ -152,8 +215,11 @@ class ChainlitApp:
             stop_process(self.proc)
             self.proc = None
 
-    def restart(self) -> None:
-        self.stop()
+    def crash_and_restart(self) -> None:
+        """SIGKILL (no clean disconnect, so Chainlit cannot save its session), then start."""
+        if self.proc is not None:
+            stop_process(self.proc, crash=True)
+            self.proc = None
         self.start()
 
 
@@ -166,15 +232,17 @@ def chainlit(lgos_url: str, logs_dir: Path) -> Iterator[ChainlitApp]:
         yield app
     finally:
         app.stop()
+        python = str(APP_DIR / ".venv" / "bin" / "python")
         subprocess.run(
-            [str(APP_DIR / ".venv" / "bin" / "python"), str(APP_DIR / "setup_db.py")]
-            + ["--drop", app.env["DATABASE_URL"]],
+            [python, str(APP_DIR / "setup_db.py"), "--drop", app.env["DATABASE_URL"]],
             check=True,
         )
 
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
+    if playwright_api is None:
+        pytest.skip("playwright is not installed (uv run --with playwright ...)")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)")
     with playwright_api.sync_playwright() as pw:
@@ -200,7 +268,7 @@ def new_page(browser: object) -> Iterator[Callable[[], object]]:
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     """Remember each phase's outcome on the test item, for failure screenshots."""
     report = yield
     setattr(item, f"report_{report.when}", report)

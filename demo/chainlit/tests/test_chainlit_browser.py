@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Page, expect
 
 pytestmark = [pytest.mark.slow]
@@ -150,7 +152,9 @@ def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path) -> None
     chat.shot(screenshot_dir, "stop-background")
 
 
-def test_review_survives_reload_and_restart(chat: Chat, chainlit, screenshot_dir: Path) -> None:
+def test_review_survives_reload_and_restart(
+    chat: Chat, chainlit, lgos_server, screenshot_dir: Path
+) -> None:
     chat.pick_model("background-interrupt")
     chat.change_settings(background=True, slider="min")
     chat.send("Reload safety")
@@ -162,12 +166,16 @@ def test_review_survives_reload_and_restart(chat: Chat, chainlit, screenshot_dir
     expect(chat.page.get_by_text(REVIEW).last).to_be_visible()
     expect(chat.page.get_by_role("button", name="Approve", exact=True)).to_be_visible()
     chat.shot(screenshot_dir, "review-after-reload")
-    # Chainlit itself restarts: the review comes back from PostgreSQL.
-    chainlit.restart()
+    # Chainlit crashes and starts again (and LGOS restarts when it keeps reviews in PostgreSQL):
+    # the review comes back from Chainlit's PostgreSQL data layer and still resumes the run.
+    chainlit.crash_and_restart()
+    if lgos_server is not None and lgos_server.durable:
+        lgos_server.restart()
     chat.page.reload()
     expect(chat.page.get_by_text(REVIEW).last).to_be_visible()
     chat.answer_review("Approve")
     expect(chat.page.get_by_text(re.compile(r"Background run: Completed"))).to_have_count(2)
-    expect(chat.page.get_by_text("Background report for: Reload safety", exact=True)).to_have_count(2)
+    report = chat.page.get_by_text("Background report for: Reload safety", exact=True)
+    expect(report).to_have_count(2)  # in the review and as the answer
     expect(chat.page.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
     chat.shot(screenshot_dir, "review-after-restart")
