@@ -72,7 +72,7 @@ def _serve_params() -> list[click.Parameter]:
 
 
 @click.pass_context
-def _serve(ctx: click.Context, registry: str | None, **options: Any) -> None:
+def _serve(ctx: click.Context, /, registry: str | None, **options: Any) -> None:
     env_file = options.get("env_file")
     if env_file:
         from dotenv import load_dotenv

@@ -11,6 +11,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import timedelta
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
@@ -43,14 +44,14 @@ def import_factory(path: str) -> RegistryFactory:
         raise ConfigurationError(
             f"registry {path!r}: cannot import {module_name!r}: {error}"
         ) from error
-    factory = module
+    factory: Any = module
     for part in attribute.split("."):
         factory = getattr(factory, part, None)
         if factory is None:
             raise ConfigurationError(f"registry {path!r}: {module_name!r} has no {attribute!r}")
     if not callable(factory):
         raise ConfigurationError(f"registry {path!r} is not callable")
-    return factory  # type: ignore[return-value]
+    return factory  # type: ignore[no-any-return]
 
 
 @asynccontextmanager
@@ -81,9 +82,9 @@ async def open_background(
     elif settings.BACKGROUND == "memory":
         from lgos.background.memory import InMemoryBackgroundBackend
 
-        backend = InMemoryBackgroundBackend(registry)
-        async with backend.lifespan():
-            yield backend
+        memory = InMemoryBackgroundBackend(registry)
+        async with memory.lifespan():
+            yield memory
     elif settings.BACKGROUND == "dbos":
         from lgos.integrations.dbos import open_dbos_client
 

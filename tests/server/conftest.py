@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-ADMIN_URI = os.environ.get("LGOS_TEST_POSTGRES_ADMIN_URI", "postgresql://postgres@127.0.0.1:5432/postgres")
+ADMIN_URI = os.environ.get(
+    "LGOS_TEST_POSTGRES_ADMIN_URI", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 
 
 @pytest.fixture

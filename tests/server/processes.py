@@ -137,7 +137,9 @@ def start(args: list[str], env: dict[str, str], cwd: Path = SAMPLE_DIR) -> Serve
 
 
 @contextmanager
-def serving(args: list[str], env: dict[str, str], cwd: Path = SAMPLE_DIR) -> Iterator[ServerProcess]:
+def serving(
+    args: list[str], env: dict[str, str], cwd: Path = SAMPLE_DIR
+) -> Iterator[ServerProcess]:
     server = start(args, env, cwd)
     try:
         server.wait_until_serving()

@@ -18,7 +18,7 @@ from lgos.server import ServerResources
 ANSWER = "All good."
 
 
-class WorkflowBoom(Exception):
+class WorkflowBoomError(Exception):
     """What the failing graph raises."""
 
 
@@ -48,7 +48,7 @@ def registry_factory(steering: Steering) -> Any:
             return {"messages": [await model.ainvoke(state["messages"])]}
 
     async def broken(state: MessagesState) -> dict[str, Any]:
-        raise WorkflowBoom("the tool is down")
+        raise WorkflowBoomError("the tool is down")
 
     async def waiting(state: MessagesState) -> dict[str, Any]:
         model = ScriptedChatModel(script=lambda _messages: "Working on it")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from langfuse._client.resource_manager import LangfuseResourceManager
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def langfuse_spans() -> Iterator[InMemorySpanExporter]:
+def langfuse_spans() -> Iterator[tuple[Any, InMemorySpanExporter]]:
     # Langfuse keeps one client per public key for the whole process; start from none.
     LangfuseResourceManager.reset()
     exporter = InMemorySpanExporter()
@@ -32,19 +33,19 @@ def langfuse_spans() -> Iterator[InMemorySpanExporter]:
         base_url="http://127.0.0.1:9",  # never contacted: the exporter replaces OTLP
         span_exporter=exporter,
     ) as client:
-        yield exporter
-        client.flush()
+        yield client, exporter
     LangfuseResourceManager.reset()
 
 
 async def test_langfuse_spans_share_the_trace_without_touching_the_workflow_span(
-    langfuse_spans: InMemorySpanExporter, client: AsyncOpenAI, otel: Telemetry
+    langfuse_spans: tuple[Any, InMemorySpanExporter], client: AsyncOpenAI, otel: Telemetry
 ) -> None:
+    langfuse, exporter = langfuse_spans
     response = await client.responses.create(
         model="answer", input="hello", metadata={"conversation_id": "conv-lf"}
     )
     assert response.output_text == ANSWER
-    LangfuseResourceManager._instances["pk-lgos-test"].tracer_provider.force_flush()
+    langfuse.flush()
 
     [workflow] = otel.workflow_spans()
     assert workflow.context is not None
@@ -59,7 +60,7 @@ async def test_langfuse_spans_share_the_trace_without_touching_the_workflow_span
         "node work",
     }
 
-    observations = langfuse_spans.get_finished_spans()
+    observations = exporter.get_finished_spans()
     assert observations, "Langfuse recorded no graph steps"
     assert {span.context.trace_id for span in observations if span.context} == {
         workflow.context.trace_id

@@ -19,16 +19,16 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from lgos.run.telemetry import DURATION_BUCKETS
 from tests.telemetry.conftest import Telemetry
-from tests.telemetry.graphs import ANSWER, Steering, WorkflowBoom
+from tests.telemetry.graphs import ANSWER, Steering, WorkflowBoomError
 
 pytestmark = pytest.mark.anyio
 
 CANCELLED = {"asyncio.exceptions.CancelledError", "GeneratorExit"}
 
 
-async def eventually(condition: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
+async def eventually(condition: Callable[[], Any], what: str) -> Any:
     """Poll a condition with a deadline (spans end in the server's task, not the test's)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + 20.0
     while True:
         result = condition()
         if result:
@@ -75,26 +75,27 @@ async def test_success_records_span_child_span_and_histogram(
     }
     # The node's own span is a child of the workflow span, in the same trace.
     [child] = [s for s in otel.spans.get_finished_spans() if s.name == "node work"]
-    assert child.context is not None and span.context is not None
+    assert child.context is not None
+    assert span.context is not None
     assert child.context.trace_id == span.context.trace_id
-    assert child.parent is not None and child.parent.span_id == span.context.span_id
+    assert child.parent is not None
+    assert child.parent.span_id == span.context.span_id
 
     [point] = otel.duration_points()
     assert dict(point.attributes or {}) == {"gen_ai.workflow.name": "answer"}
     assert point.count == 1
     assert tuple(point.explicit_bounds) == DURATION_BUCKETS
-    assert span.end_time is not None and span.start_time is not None
+    assert span.end_time is not None
+    assert span.start_time is not None
     assert point.sum <= (span.end_time - span.start_time) / 1e9 + 0.5
 
 
-async def test_graph_error_records_the_exception_type(
-    client: AsyncOpenAI, otel: Telemetry
-) -> None:
+async def test_graph_error_records_the_exception_type(client: AsyncOpenAI, otel: Telemetry) -> None:
     with pytest.raises(openai.InternalServerError):
         await client.chat.completions.create(
             model="broken", messages=[{"role": "user", "content": "hello"}]
         )
-    expected = f"{WorkflowBoom.__module__}.{WorkflowBoom.__qualname__}"
+    expected = f"{WorkflowBoomError.__module__}.{WorkflowBoomError.__qualname__}"
     span = assert_failed(otel, "broken", {expected})
     assert span.status.description == "the tool is down"
     assert "gen_ai.conversation.id" not in (span.attributes or {})

@@ -1,0 +1,231 @@
+"""`create_app` in-process: CORS, extension by a user, settings, log records."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+
+import httpx2
+import pytest
+from fastapi import APIRouter, FastAPI
+from openai import AsyncOpenAI, AuthenticationError
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from lgos import context
+from lgos.errors import ConfigurationError
+from lgos.server import ServerSettings, create_app
+from lgos.server.logging import JSONFormatter, RequestContextFilter, logging_config
+from tests.server.sample_app.registry import ANSWER, create_registry
+
+pytestmark = pytest.mark.anyio
+
+ORIGIN = "https://app.example.com"
+
+
+def explicit_settings(**values: object) -> ServerSettings:
+    defaults: dict[str, object] = {
+        "POSTGRES_URI": None,
+        "BACKGROUND": "none",
+        "CORS_ORIGINS": [],
+        "ENABLE_LANGFUSE": False,
+    }
+    return ServerSettings(**{**defaults, **values})  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def cors_http() -> AsyncIterator[httpx2.AsyncClient]:
+    app = create_app(create_registry, settings=explicit_settings(CORS_ORIGINS=[ORIGIN]))
+    async with (
+        app.router.lifespan_context(app),
+        httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://t") as http,
+    ):
+        yield http
+
+
+async def test_cors_preflight_allows_configured_origins_only(
+    cors_http: httpx2.AsyncClient,
+) -> None:
+    preflight = {
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization,content-type",
+    }
+    allowed = await cors_http.options(
+        "/v1/chat/completions", headers={"Origin": ORIGIN, **preflight}
+    )
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == ORIGIN
+    assert "POST" in allowed.headers["access-control-allow-methods"]
+
+    refused = await cors_http.options(
+        "/v1/chat/completions", headers={"Origin": "https://evil.example", **preflight}
+    )
+    assert refused.status_code == 400
+    assert "access-control-allow-origin" not in refused.headers
+
+    listed = await cors_http.get("/v1/models", headers={"Origin": ORIGIN})
+    assert listed.headers["access-control-allow-origin"] == ORIGIN
+    assert "x-request-id" in listed.headers["access-control-expose-headers"].lower()
+
+
+# --- A user's extension, as docs/server.md shows it -------------------------------------
+
+
+class APIKeyMiddleware:
+    """Pure ASGI (not BaseHTTPMiddleware), so streamed responses pass through untouched."""
+
+    def __init__(self, app: ASGIApp, api_key: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {api_key}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] != "/v1/health":
+            headers = dict(scope["headers"])
+            if headers.get(b"authorization") != self.expected:
+                response = JSONResponse(
+                    {
+                        "error": {
+                            "message": "Invalid API key.",
+                            "type": "invalid_request_error",
+                            "param": None,
+                            "code": "invalid_api_key",
+                        }
+                    },
+                    status_code=401,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+router = APIRouter()
+
+
+@router.get("/internal/models")
+async def model_count() -> dict[str, int]:
+    return {"models": 1}
+
+
+def build_extended_app() -> FastAPI:
+    app = create_app(create_registry, settings=explicit_settings())
+    app.add_middleware(APIKeyMiddleware, api_key="secret-key")
+    app.include_router(router)
+    return app
+
+
+@pytest.fixture
+async def extended_http() -> AsyncIterator[httpx2.AsyncClient]:
+    app = build_extended_app()
+    async with (
+        app.router.lifespan_context(app),
+        httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://t") as http,
+    ):
+        yield http
+
+
+def sdk(http: httpx2.AsyncClient, api_key: str) -> AsyncOpenAI:
+    return AsyncOpenAI(
+        base_url="http://t/v1",
+        api_key=api_key,
+        http_client=http,
+        _strict_response_validation=True,
+        max_retries=0,
+    )
+
+
+async def test_extended_app_checks_api_keys_and_serves_its_route(
+    extended_http: httpx2.AsyncClient,
+) -> None:
+    with pytest.raises(AuthenticationError):
+        await sdk(extended_http, "wrong").models.list()
+    completion = await sdk(extended_http, "secret-key").chat.completions.create(
+        model="sample", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert completion.choices[0].message.content == ANSWER
+    models = await sdk(extended_http, "secret-key").models.list()
+    assert [model.id for model in models.data] == ["sample"]
+
+    denied = await extended_http.get("/internal/models")
+    assert denied.status_code == 401
+    route = await extended_http.get(
+        "/internal/models", headers={"Authorization": "Bearer secret-key"}
+    )
+    assert route.json() == {"models": 1}
+    assert (await extended_http.get("/v1/health")).status_code == 200
+
+
+# --- Settings -------------------------------------------------------------------------------
+
+
+def test_settings_errors_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LGOS_POSTGRES_POOL_SIZE", "0")
+    with pytest.raises(ConfigurationError, match=r"^LGOS_POSTGRES_POOL_SIZE=0: "):
+        ServerSettings.from_environment()
+    monkeypatch.setenv("LGOS_POSTGRES_POOL_SIZE", "3")
+    monkeypatch.setenv("LGOS_CORS_ORIGINS", "https://a.example")
+    with pytest.raises(ConfigurationError, match=r"^LGOS_CORS_ORIGINS: expected a JSON list"):
+        ServerSettings.from_environment()
+
+
+def test_settings_read_json_lists_and_ignore_empty_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LGOS_CORS_ORIGINS", '["https://a.example", "https://b.example"]')
+    monkeypatch.setenv("LGOS_POSTGRES_URI", "")
+    monkeypatch.setenv("LGOS_BACKGROUND", "none")
+    settings = ServerSettings.from_environment()
+    assert settings.CORS_ORIGINS == ["https://a.example", "https://b.example"]
+    assert settings.POSTGRES_URI is None
+    # Explicit values win over the environment (what tests rely on).
+    assert ServerSettings(BACKGROUND="memory").BACKGROUND == "memory"
+
+
+def test_settings_reject_uri_errors_without_echoing_the_uri(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LGOS_POSTGRES_POOL_SIZE", "x")
+    monkeypatch.setenv("LGOS_POSTGRES_URI", "postgresql://user:hunter2@db/app")
+    with pytest.raises(ConfigurationError) as raised:
+        ServerSettings.from_environment()
+    assert "hunter2" not in str(raised.value)
+
+
+# --- Log records ----------------------------------------------------------------------------
+
+
+def test_request_fields_join_records_and_a_call_value_wins() -> None:
+    formatter = JSONFormatter()
+    stamp = RequestContextFilter()
+    token = context.bind(request_id="req-1", model="sample", stream=False)
+    try:
+        logger = logging.getLogger("sample_app.graph")
+        # A graph node passing its own `model` must neither crash nor be overwritten.
+        record = logger.makeRecord(
+            logger.name,
+            logging.INFO,
+            __file__,
+            1,
+            "node.done",
+            (),
+            None,
+            extra={"model": "inner-model"},
+        )
+        assert stamp.filter(record)
+    finally:
+        context.reset(token)
+    payload = json.loads(formatter.format(record))
+    assert payload["request_id"] == "req-1"
+    assert payload["model"] == "inner-model"
+    assert payload["stream"] is False
+    assert payload["logger"] == "sample_app.graph"
+
+
+def test_logging_config_levels() -> None:
+    config = logging_config(("sample_app",), json_output=True)
+    assert config["root"]["level"] == "WARNING"
+    assert config["loggers"]["sample_app"]["level"] == "INFO"
+    assert config["loggers"]["lgos"]["level"] == "INFO"
+    assert config["loggers"]["uvicorn.access"]["level"] == "INFO"
+    assert config["handlers"]["stdout"]["formatter"] == "json"
+    assert logging_config(json_output=False)["handlers"]["stdout"]["formatter"] == "console"
