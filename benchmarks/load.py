@@ -105,6 +105,8 @@ async def run_batch(
                     raise RuntimeError(f"{url} answered {response.status}: {text[:300]}")
                 if scenario.stream:
                     await _read_stream(scenario.api, response, start, batch)
+                elif scenario.model == "echo" and PROMPT.encode() not in await response.read():
+                    raise RuntimeError(f"{url} did not echo the prompt")
                 else:
                     await response.read()
             batch.latencies.append(time.perf_counter() - start)

@@ -1,12 +1,13 @@
 """Profile one target under load with py-spy and print where its CPU time goes.
 
-    uv run --with py-spy --with psutil --with aiohttp python -m benchmarks.profile \\
-        --target lgos --scenario "chat c32" --seconds 20
+    uv run --with-requirements benchmarks/requirements.txt --with py-spy \\
+        python -m benchmarks.profile --target lgos --scenario "chat c32" --seconds 20
 
-Prints the top functions by own time and by inclusive time, each as milliseconds per request
-(or per 1000-chunk stream), own time by package, and the inclusive time of the target's own
-functions. The raw py-spy stacks are kept for a
-flame graph (for example with speedscope or inferno).
+Prints, per request (or per 1000-chunk stream): own time by package, the top functions by own
+time, and the inclusive time of the target's own functions. Milliseconds are the server's CPU
+time (kernel accounting) shared out by py-spy's sample counts: on a busy machine the samples
+alone overstate it. `--raw FILE` keeps py-spy's collapsed stacks for a flame graph (speedscope
+or inferno read them); `--callees NAME` breaks down what a function calls.
 """
 
 import argparse
@@ -47,35 +48,53 @@ def _short(frame: str) -> str:
 
 
 def _package(frame: str) -> str:
-    location = _short(frame).split(":", 1)[0]
+    location = frame.split(":", 1)[0]
     return location.split("/", 1)[0] if "/" in location else location
 
 
-def summarize(raw: Path, units: int, unit: str, top: int, focus: str) -> str:
+def _stacks(raw: Path) -> list[tuple[list[str], int]]:
+    """py-spy's collapsed stacks as (frames, samples), idle threads left out."""
+    stacks = []
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = [_short(f) for f in stack.split(";") if " (" in f]
+        if frames and frames[-1] not in IDLE:
+            stacks.append((frames, int(count)))
+    return stacks
+
+
+def callees(raw: Path, per_sample: float, unit: str, function: str, top: int) -> str:
+    """Inclusive time of the functions called directly by frames whose name contains `function`."""
+    children: Counter[str] = Counter()
+    for frames, count in _stacks(raw):
+        for index, frame in enumerate(frames):
+            if function in frame:
+                child = frames[index + 1] if index + 1 < len(frames) else "(own time)"
+                children[child] += count
+                break
+    lines = [f"called by {function} (per {unit}):"]
+    lines += [f"  {n * per_sample:8.3f} ms  {name}" for name, n in children.most_common(top)]
+    return "\n".join(lines)
+
+
+def summarize(raw: Path, cpu: float, units: int, unit: str, top: int, focus: str) -> str:
     own: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     packages: Counter[str] = Counter()
     total = 0
-    for line in raw.read_text().splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack:
-            continue
-        count = int(count_text)
-        frames = [f for f in stack.split(";") if " (" in f]
-        if not frames or _short(frames[-1]) in IDLE:
-            continue
+    for frames, count in _stacks(raw):
         total += count
-        own[_short(frames[-1])] += count
+        own[frames[-1]] += count
         packages[_package(frames[-1])] += count
-        for frame in {_short(f) for f in frames}:
+        for frame in set(frames):
             inclusive[frame] += count
 
     def per_unit(samples: int) -> str:
-        return f"{samples / RATE / units * 1000:8.3f} ms"
+        return f"{samples / total * cpu / units * 1000:8.3f} ms"
 
     lines = [
-        f"{total} samples at {RATE}/s = {total / RATE:.2f} s of CPU over {units} {unit}s "
-        f"= {total / RATE / units * 1000:.3f} ms per {unit}",
+        f"{total} samples; the server used {cpu:.2f} s of CPU for {units} {unit}s "
+        f"= {cpu / units * 1000:.3f} ms per {unit}, shared out below by sample counts",
         "",
         f"own time by package (per {unit}):",
     ]
@@ -107,6 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
+    parser.add_argument(
+        "--callees",
+        action="append",
+        default=[],
+        metavar="FUNCTION",
+        help="also break down what frames named like this call (repeatable)",
+    )
     args = parser.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     scenario = next(s for s in SCENARIOS if s.name == args.scenario)
@@ -128,14 +154,20 @@ def main(argv: list[str] | None = None) -> int:
                 [spy, *record, *options, *duration], stdout=subprocess.DEVNULL
             )
             time.sleep(1)
+            before = target.cpu_seconds()
             units = asyncio.run(_drive(target, scenario, args.seconds))
+            cpu = target.cpu_seconds() - before
             recorder.wait()
         finally:
             target.stop()
         unit = "stream" if scenario.stream else "request"
         print(f"{args.target} / {scenario.name}:")
         focus = {"bare": "benchmarks/", "lgos": "lgos/", "reference": "langgraph_openai_serve/"}
-        print(summarize(raw, units, unit, args.top, focus[args.target]))
+        print(summarize(raw, cpu, units, unit, args.top, focus[args.target]))
+        per_sample = cpu / units * 1000 / max(1, sum(n for _, n in _stacks(raw)))
+        for function in args.callees:
+            print()
+            print(callees(raw, per_sample, unit, function, args.top))
     return 0
 
 

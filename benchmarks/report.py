@@ -14,6 +14,7 @@ from typing import Any
 
 from benchmarks import load, targets
 
+COLORS = {"bare": "#9e9e9e", "lgos": "#2e7d32", "reference": "#ef6c00"}
 NON_STREAM_METRICS = (
     ("cpu_ms", "server CPU / request (ms)"),
     ("rps", "requests/s"),
@@ -61,14 +62,12 @@ class Results:
         return statistics.median(ratios) if ratios else None
 
     def pass_line(self, number: int, scenario: str) -> str:
+        runs = self.runs[scenario]
+        bare = runs["bare"][number - 1]["cpu_ms"]
         parts = []
-        for target, runs in self.runs[scenario].items():
-            cpu = runs[number - 1]["cpu_ms"]
-            ratio = (
-                ""
-                if target == "bare"
-                else f" ({cpu / self.runs[scenario]['bare'][number - 1]['cpu_ms']:.2f}x)"
-            )
+        for target, metrics in runs.items():
+            cpu = metrics[number - 1]["cpu_ms"]
+            ratio = f" ({cpu / bare:.2f}x)" if target != "bare" and bare else ""
             parts.append(f"{target} {cpu:.3f} ms{ratio}")
         return f"pass {number}/{self.passes}  {scenario:<17} server CPU: " + " | ".join(parts)
 
@@ -206,7 +205,8 @@ def markdown(results: Results, meta: dict[str, str]) -> str:
         f"`langgraph-openai-serve` {targets.REFERENCE_VERSION} (the reference), measured side "
         f"by side in one run. Regenerate with `just bench` (full) or `just bench --quick`.",
         "",
-        f"- Date: {meta['date']} ({meta['mode']} run, {results.passes} passes, {meta['duration']})",
+        f"- Date: {meta['date']} ({meta['mode']} run, passes: {results.passes}, "
+        f"{meta['duration']})",
         f"- Machine: {meta['machine']}; {meta['pinning']}",
         f"- Python {meta['python']}; commit {meta['commit']}",
         f"- Project environment: {meta['versions']}",
@@ -306,7 +306,7 @@ def plot(results: Results, path: Path) -> None:
     for index, name in enumerate(others):
         values = [results.ratio(scenario, name, key) or 0 for _, scenario, key in rows]
         positions = [row + index * height for row in range(len(rows))]
-        left.barh(positions, values, height=height, label=name)
+        left.barh(positions, values, height=height, label=name, color=COLORS[name])
         for position, value in zip(positions, values, strict=True):
             left.text(value, position, f" {value:.2f}", va="center", fontsize=7)
     left.axvline(1.0, color="black", linewidth=0.8)
@@ -314,7 +314,8 @@ def plot(results: Results, path: Path) -> None:
     left.set_yticklabels([label for label, _, _ in rows], fontsize=8)
     left.invert_yaxis()
     left.set_xlabel("ratio to bare (median of per-pass ratios; 1 = bare)")
-    left.legend()
+    if others:
+        left.legend()
     left.set_title("Against the bare floor")
 
     scenarios = [s for s in results.runs if s != "sleep c100"]
@@ -322,7 +323,8 @@ def plot(results: Results, path: Path) -> None:
     width = 0.8 / len(names)
     for index, name in enumerate(names):
         values = [(results.median(s, name, "cpu_ms") or 0) for s in scenarios]
-        right.bar([i + index * width for i in range(len(scenarios))], values, width, label=name)
+        positions = [i + index * width for i in range(len(scenarios))]
+        right.bar(positions, values, width, label=name, color=COLORS[name])
     right.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(scenarios))])
     right.set_xticklabels(scenarios, rotation=30, ha="right", fontsize=8)
     right.set_yscale("log")
