@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -81,8 +82,8 @@ class APIKeyMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] != "/v1/health":
-            headers = dict(scope["headers"])
-            if headers.get(b"authorization") != self.expected:
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
                 response = JSONResponse(
                     {
                         "error": {
