@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     servers = [targets.Target(name, argvs[name], server_core) for name in names]
 
     started = time.time()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="lgos-bench-") as logs:
         try:
             for server in servers:
@@ -202,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             for server in servers:
                 server.stop()
 
-    meta = report.machine(mode, server_core, client_core, names, time.time() - started)
+    seconds = time.time() - started
+    meta = report.machine(mode, server_core, client_core, names, seconds, load_before)
     text = report.markdown(results, meta)
     print(text)
     out.mkdir(parents=True, exist_ok=True)

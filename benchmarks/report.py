@@ -104,7 +104,12 @@ def _cpu_model() -> str:
 
 
 def machine(
-    mode: str, server_core: int | None, client_core: int | None, names: list[str], seconds: float
+    mode: str,
+    server_core: int | None,
+    client_core: int | None,
+    names: list[str],
+    seconds: float,
+    load_before: float,
 ) -> dict[str, str]:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=targets.REPO
@@ -125,6 +130,7 @@ def machine(
         "versions": ", ".join(f"{name} {_version(name)}" for name in packages),
         "reference": targets.reference_versions() if "reference" in names else "not run",
         "duration": f"{seconds:.0f} s",
+        "load": f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after",
     }
 
 
@@ -207,7 +213,8 @@ def markdown(results: Results, meta: dict[str, str]) -> str:
         "",
         f"- Date: {meta['date']} ({meta['mode']} run, passes: {results.passes}, "
         f"{meta['duration']})",
-        f"- Machine: {meta['machine']}; {meta['pinning']}",
+        f"- Machine: {meta['machine']}; {meta['pinning']}; 1-minute load average "
+        f"{meta['load']} (other work on the machine shows up in wall-clock figures)",
         f"- Python {meta['python']}; commit {meta['commit']}",
         f"- Project environment: {meta['versions']}",
         f"- Reference environment: {meta['reference']}",
