@@ -65,7 +65,7 @@ def run_worker(registry_path: str, settings: ServerSettings) -> None:
         from lgos.integrations.hatchet import run_hatchet_worker
 
         # Hatchet's worker owns its event loop (it refuses to start inside a running one).
-        run_hatchet_worker(factory, settings, worker_settings)
+        run_hatchet_worker(factory, worker_resources_settings(settings), worker_settings)
         return
     if settings.BACKGROUND != "dbos":
         raise ConfigurationError("lgos worker needs LGOS_BACKGROUND=dbos or hatchet")

@@ -1,0 +1,301 @@
+"""Hatchet engine: background Responses as runs of one Hatchet task.
+
+API processes trigger the task (gRPC), read runs over REST (a missing run is a prompt 404,
+where the gRPC details call retries NOT_FOUND for many seconds) and cancel them; `lgos worker`
+(`LGOS_BACKGROUND=hatchet`) runs the task with the registry and resources in the worker's
+lifespan. Hatchet stores each run's input (the `BackgroundJob`) and output (the Response JSON).
+
+Idempotency is Hatchet's own TTL idempotency on `input.idempotency_key`: the engine refuses a
+second trigger with a claimed key (`IdempotencyCollisionError`) and names the existing run, on
+any API instance. The key is always a string: the digest of the client's key, or a fresh uuid
+when the client sent none. Engines older than the idempotency feature silently ignore it, so
+both sides refuse them at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal, Protocol
+
+from hatchet_sdk import (
+    Context,
+    Hatchet,
+    IdempotencyCollisionError,
+    TTLBasedIdempotencyConfig,
+)
+from hatchet_sdk.clients.rest.exceptions import BadRequestException, NotFoundException
+from hatchet_sdk.runnables.workflow import Standalone
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from lgos.background.executor import DurableRuns, execute_background_job
+from lgos.background.protocol import BackgroundJob, BackgroundRun, RunStatus
+from lgos.errors import ConfigurationError
+from lgos.registry import GraphRegistry
+
+__all__ = [
+    "MIN_ENGINE_VERSION",
+    "TASK_NAME",
+    "HatchetBackgroundBackend",
+    "HatchetJobInput",
+    "HatchetWorkerState",
+    "check_engine_version",
+    "create_hatchet_task",
+    "open_hatchet_client",
+]
+
+logger = logging.getLogger("lgos.background.hatchet")
+
+TASK_NAME = "lgos-background-response"
+# Idempotency keys arrived in engine v0.98.9; older engines accept the setting and ignore it.
+MIN_ENGINE_VERSION = (0, 98, 9)
+# Hatchet's defaults (5 min in the queue, 60 s of execution) would fail ordinary reports.
+DEFAULT_SCHEDULE_TIMEOUT = timedelta(minutes=30)
+DEFAULT_EXECUTION_TIMEOUT = timedelta(hours=1)
+# How long a client's Idempotency-Key names the same run (what OpenAI-style clients expect).
+DEFAULT_IDEMPOTENCY_TTL = timedelta(hours=24)
+# Without an engine the SDK's trigger hangs instead of failing; bound every engine call.
+ENGINE_CALL_TIMEOUT_SECONDS = 30.0
+
+_STATUS: dict[str, RunStatus] = {
+    "QUEUED": "queued",
+    "RUNNING": "in_progress",
+    "COMPLETED": "completed",
+    "FAILED": "failed",
+    "CANCELLED": "cancelled",
+}
+_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+
+class HatchetJobInput(BaseModel):
+    """The task's input: the job, and the string Hatchet's idempotency expression reads."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    job: dict[str, Any]
+    idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class HatchetWorkerState:
+    """What the worker's lifespan yields; the task reads it as `ctx.lifespan`."""
+
+    registry: GraphRegistry
+    durable: DurableRuns | None = None
+
+
+def create_hatchet_task(
+    hatchet: Hatchet,
+    *,
+    name: str = TASK_NAME,
+    schedule_timeout: timedelta = DEFAULT_SCHEDULE_TIMEOUT,
+    execution_timeout: timedelta = DEFAULT_EXECUTION_TIMEOUT,
+    idempotency_ttl: timedelta = DEFAULT_IDEMPOTENCY_TTL,
+) -> Standalone[HatchetJobInput, dict[str, Any]]:
+    """The task both sides declare: the API triggers it, the worker runs it.
+
+    No retries: a graph that raises gives a `failed` Response; a client creates a new one.
+    """
+
+    @hatchet.task(
+        name=name,
+        input_validator=HatchetJobInput,
+        schedule_timeout=schedule_timeout,
+        execution_timeout=execution_timeout,
+        retries=0,
+        idempotency=TTLBasedIdempotencyConfig(
+            key_expression="input.idempotency_key", ttl=idempotency_ttl
+        ),
+    )
+    async def run_background_response(task_input: HatchetJobInput, ctx: Context) -> dict[str, Any]:
+        state = ctx.lifespan
+        if not isinstance(state, HatchetWorkerState):
+            raise RuntimeError("the Hatchet worker's lifespan must yield a HatchetWorkerState")
+        job = BackgroundJob.model_validate(task_input.job)
+        return await execute_background_job(
+            job, uuid.UUID(ctx.workflow_run_id).hex, state.registry, durable=state.durable
+        )
+
+    return run_background_response
+
+
+class TaskPort(Protocol):
+    """The part of `Standalone` the backend uses (a test fake provides the same)."""
+
+    async def aio_run(
+        self,
+        input: HatchetJobInput = ...,
+        options: Any = ...,
+        *,
+        wait_for_result: Literal[False],
+    ) -> Any: ...
+
+
+class RunsPort(Protocol):
+    """The part of `hatchet.runs` the backend uses."""
+
+    async def aio_get(self, workflow_run_id: str) -> Any: ...
+
+    async def aio_cancel(self, run_id: str) -> None: ...
+
+
+class HatchetBackgroundBackend:
+    """`BackgroundBackend` over a Hatchet task (trigger) and `hatchet.runs` (read, cancel)."""
+
+    def __init__(
+        self,
+        task: TaskPort,
+        runs: RunsPort,
+        *,
+        call_timeout: float = ENGINE_CALL_TIMEOUT_SECONDS,
+    ) -> None:
+        self.task = task
+        self.runs = runs
+        self.call_timeout = call_timeout
+
+    async def submit(self, job: BackgroundJob) -> BackgroundRun:
+        task_input = HatchetJobInput(
+            job=job.model_dump(mode="json"),
+            idempotency_key=job.idempotency_key or uuid.uuid4().hex,
+        )
+        try:
+            ref = await asyncio.wait_for(
+                self.task.aio_run(task_input, wait_for_result=False), self.call_timeout
+            )
+        except IdempotencyCollisionError as collision:
+            existing = await self.get(_hex(collision.existing_run_external_id))
+            if existing is None:
+                raise RuntimeError("Hatchet named an existing run it cannot find") from collision
+            return existing
+        return BackgroundRun(id=_hex(ref.workflow_run_id), job=job, status="queued")
+
+    async def get(self, run_id: str) -> BackgroundRun | None:
+        try:
+            details = await asyncio.wait_for(self.runs.aio_get(_uuid(run_id)), self.call_timeout)
+        except (NotFoundException, BadRequestException, ValueError):
+            return None
+        return to_run(run_id, details.run)
+
+    async def cancel(self, run_id: str) -> None:
+        # Hatchet cancels the task's asyncio task after a 1 s grace: CancelledError in the
+        # graph. A finished run keeps its status.
+        await asyncio.wait_for(self.runs.aio_cancel(_uuid(run_id)), self.call_timeout)
+
+
+def to_run(run_id: str, run: Any) -> BackgroundRun | None:
+    """Our view of a Hatchet workflow run; None for a run that is not one of ours."""
+    task_input = _job_input(run.input)
+    status = _STATUS.get(str(getattr(run.status, "value", run.status)))
+    if task_input is None or status is None:
+        return None
+    try:
+        job = BackgroundJob.model_validate(task_input.job)
+    except ValidationError:
+        return None
+    background = BackgroundRun(id=run_id, job=job, status=status)
+    response = _response(run.output) if status == "completed" else None
+    if response is not None and response.get("status") in ("completed", "failed", "incomplete"):
+        return background.model_copy(update={"status": response["status"], "response": response})
+    return background
+
+
+def _job_input(raw: Any) -> HatchetJobInput | None:
+    # The REST view holds the task input itself, or wraps it under "input" on some engines.
+    for candidate in (raw, raw.get("input") if isinstance(raw, Mapping) else None):
+        if isinstance(candidate, Mapping):
+            try:
+                return HatchetJobInput.model_validate(candidate)
+            except ValidationError:
+                continue
+    return None
+
+
+def _response(output: Any) -> dict[str, Any] | None:
+    # The run's output is the task's return value, possibly keyed by the task's name.
+    if isinstance(output, Mapping):
+        if output.get("object") == "response":
+            return dict(output)
+        nested = [value for value in output.values() if isinstance(value, Mapping)]
+        if len(nested) == 1 and nested[0].get("object") == "response":
+            return dict(nested[0])
+    return None
+
+
+def _hex(run_id: str) -> str:
+    return uuid.UUID(run_id).hex
+
+
+def _uuid(run_id: str) -> str:
+    return str(uuid.UUID(hex=run_id))
+
+
+def parse_engine_version(version: str | None) -> tuple[int, int, int] | None:
+    if not version:
+        return None
+    found = _VERSION.match(version.strip())
+    if found is None:
+        return None
+    return int(found[1]), int(found[2]), int(found[3])
+
+
+async def check_engine_version(
+    hatchet: Hatchet, wait_seconds: float = ENGINE_CALL_TIMEOUT_SECONDS
+) -> str:
+    """Refuse engines without idempotency keys (they would run retried creates twice)."""
+    try:
+        version = await asyncio.wait_for(hatchet.aio_get_engine_version(), wait_seconds)
+    except TimeoutError:
+        raise ConfigurationError(
+            f"the Hatchet engine did not answer within {wait_seconds:.0f}s; check "
+            "HATCHET_CLIENT_TOKEN, HATCHET_CLIENT_HOST_PORT and HATCHET_CLIENT_TLS_STRATEGY"
+        ) from None
+    parsed = parse_engine_version(version)
+    wanted = ".".join(str(part) for part in MIN_ENGINE_VERSION)
+    if parsed is None or parsed < MIN_ENGINE_VERSION:
+        raise ConfigurationError(
+            f"the Hatchet engine ({version or 'version unknown'}) is older than v{wanted}, "
+            "which introduced idempotency keys; upgrade the engine"
+        )
+    return str(version)
+
+
+@asynccontextmanager
+async def open_hatchet_client(
+    settings: Any, registry: GraphRegistry
+) -> AsyncIterator[HatchetBackgroundBackend]:
+    """The API side. Reads HATCHET_CLIENT_* from the environment, like the SDK."""
+    hatchet = Hatchet()
+    version = await check_engine_version(hatchet)
+    logger.info("background.hatchet.connected", extra={"engine_version": version})
+    yield HatchetBackgroundBackend(create_hatchet_task(hatchet), hatchet.runs)
+
+
+def run_hatchet_worker(factory: Any, settings: Any, worker_settings: Any) -> None:
+    """`lgos worker` on Hatchet. Blocks; Hatchet's worker handles SIGTERM itself."""
+    from lgos.server.app import open_registry
+    from lgos.server.resources import open_resources
+
+    hatchet = Hatchet()
+    asyncio.run(check_engine_version(hatchet))
+    task = create_hatchet_task(hatchet)
+
+    async def lifespan() -> AsyncGenerator[HatchetWorkerState, None]:
+        async with AsyncExitStack() as stack:
+            resources = await stack.enter_async_context(open_resources(settings))
+            registry = await stack.enter_async_context(open_registry(factory, resources))
+            durable = DurableRuns(resources.checkpointer, resources.run_coordinator)
+            yield HatchetWorkerState(registry=registry, durable=durable)
+
+    worker = hatchet.worker(
+        worker_settings.ID or "lgos-background-worker",
+        slots=settings.WORKER_SLOTS,
+        workflows=[task],
+        lifespan=lifespan,
+    )
+    worker.start()

@@ -1,0 +1,273 @@
+"""The Hatchet engine without an engine (none can run here): the real SDK builds our task's
+registration and trigger messages and runs its body with `aio_mock_run`; the backend's mapping
+is driven by a fake port that raises the SDK's real exception types. The live suite (the same
+conformance tests the other engines pass) is `test_conformance.py[hatchet]`, which runs only
+when HATCHET_CLIENT_TOKEN is set."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hatchet_sdk import Hatchet, IdempotencyCollisionError
+from hatchet_sdk.clients.rest.exceptions import NotFoundException
+from langgraph.checkpoint.memory import InMemorySaver
+
+from demo.graphs.review import DelaySettings, background_mock_graph
+from lgos import GraphConfig, GraphFeature, GraphRegistry, InMemoryRunCoordinator
+from lgos.background.executor import DurableRuns
+from lgos.background.protocol import BackgroundJob, digest, request_digest
+from lgos.errors import ConfigurationError
+from lgos.integrations.hatchet import (
+    TASK_NAME,
+    HatchetBackgroundBackend,
+    HatchetJobInput,
+    HatchetWorkerState,
+    check_engine_version,
+    create_hatchet_task,
+)
+from lgos.wire import ids
+
+pytestmark = pytest.mark.anyio
+
+
+def _b64(data: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+
+@pytest.fixture
+def hatchet(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Hatchet:
+    # The client only decodes the token's claims; nothing connects until a call is made.
+    claims = {
+        "sub": str(uuid.uuid4()),
+        "server_url": "http://hatchet.invalid:8080",
+        "grpc_broadcast_address": "hatchet.invalid:7070",
+    }
+    token = f"{_b64({'alg': 'none'})}.{_b64(claims)}.signature"
+    monkeypatch.setenv("HATCHET_CLIENT_TOKEN", token)
+    monkeypatch.setenv("HATCHET_CLIENT_TLS_STRATEGY", "none")
+    monkeypatch.chdir(tmp_path)  # the SDK reads .env files from the working directory
+    return Hatchet()
+
+
+def job(text: str = "Quarterly risks", key: str | None = None) -> BackgroundJob:
+    request = {
+        "model": "background-mock",
+        "input": text,
+        "background": True,
+        "metadata": {"lgos_settings": '{"delay_seconds": 0}'},
+    }
+    return BackgroundJob(
+        request=request,
+        owner_scope="default",
+        run_id=ids.new_hex(),
+        idempotency_key=digest("default", key) if key else None,
+        request_digest=request_digest(request),
+    )
+
+
+def registry() -> GraphRegistry:
+    return GraphRegistry(
+        graphs={
+            "background-mock": GraphConfig(
+                graph=background_mock_graph(),
+                description="Writes a report.",
+                features=frozenset({GraphFeature.BACKGROUND}),
+                client_settings=DelaySettings,
+            )
+        }
+    )
+
+
+def test_registration_has_sane_timeouts_no_retries_and_ttl_idempotency(hatchet: Hatchet) -> None:
+    proto = create_hatchet_task(hatchet).to_proto()
+    assert proto.name == TASK_NAME
+    [task] = proto.tasks
+    assert task.retries == 0
+    assert task.timeout == "1h"  # not the SDK's 60 s
+    assert task.schedule_timeout == "30m"  # not the SDK's 5 min
+    assert proto.idempotency.expression == "input.idempotency_key"
+    assert proto.idempotency.ttl_ms == 24 * 3600 * 1000
+
+
+def test_registration_honours_custom_timeouts(hatchet: Hatchet) -> None:
+    task = create_hatchet_task(
+        hatchet, execution_timeout=timedelta(hours=2), schedule_timeout=timedelta(minutes=10)
+    )
+    [proto] = task.to_proto().tasks
+    assert (proto.timeout, proto.schedule_timeout) == ("2h", "10m")
+
+
+def test_trigger_message_carries_the_key_and_the_job(hatchet: Hatchet) -> None:
+    task = create_hatchet_task(hatchet)
+    the_job = job(key="client-key")
+    item = task.create_bulk_run_item(
+        input=HatchetJobInput(job=the_job.model_dump(mode="json"), idempotency_key="k" * 64)
+    )
+    request = hatchet._client.admin._create_workflow_run_request(
+        item.workflow_name, item.input, item.options
+    )
+    assert request.name == TASK_NAME
+    sent = json.loads(request.input)
+    assert sent["idempotency_key"] == "k" * 64
+    assert BackgroundJob.model_validate(sent["job"]) == the_job
+    # The client's key itself never leaves the API: only its digest with the scope.
+    assert "client-key" not in request.input
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_task_body_returns_the_response(hatchet: Hatchet, durable: bool) -> None:
+    task = create_hatchet_task(hatchet)
+    the_job = job()
+    runs = DurableRuns(InMemorySaver(), InMemoryRunCoordinator()) if durable else None
+    output = await task.aio_mock_run(
+        input=HatchetJobInput(job=the_job.model_dump(mode="json"), idempotency_key="k"),
+        lifespan=HatchetWorkerState(registry=registry(), durable=runs),
+    )
+    assert output["status"] == "completed"
+    assert output["output"][0]["content"][0]["text"] == "Background report for: Quarterly risks"
+    assert output["id"].startswith(f"resp_{the_job.run_id}")
+
+
+async def test_task_body_refuses_a_worker_without_state(hatchet: Hatchet) -> None:
+    task = create_hatchet_task(hatchet)
+    with pytest.raises(RuntimeError, match="HatchetWorkerState"):
+        await task.aio_mock_run(
+            input=HatchetJobInput(job=job().model_dump(mode="json"), idempotency_key="k"),
+            lifespan={"registry": registry()},
+        )
+
+
+class FakeHatchet:
+    """Stands in for the engine behind the two ports; raises what the real SDK raises."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, SimpleNamespace] = {}
+        self.keys: dict[str, str] = {}
+        self.cancelled: list[str] = []
+
+    async def aio_run(
+        self, input: HatchetJobInput = ..., options: Any = None, *, wait_for_result: bool = True
+    ) -> Any:
+        assert wait_for_result is False
+        if input.idempotency_key in self.keys:
+            raise IdempotencyCollisionError(
+                existing_run_external_id=self.keys[input.idempotency_key]
+            )
+        run_id = str(uuid.uuid4())
+        self.keys[input.idempotency_key] = run_id
+        self.runs[run_id] = SimpleNamespace(
+            status="QUEUED", input=input.model_dump(mode="json"), output={}
+        )
+        return SimpleNamespace(workflow_run_id=run_id)
+
+    async def aio_get(self, workflow_run_id: str) -> Any:
+        if workflow_run_id not in self.runs:
+            raise NotFoundException(status=404, reason="Not Found")
+        return SimpleNamespace(run=self.runs[workflow_run_id])
+
+    async def aio_cancel(self, run_id: str) -> None:
+        self.cancelled.append(run_id)
+        run = self.runs[run_id]
+        if run.status in ("QUEUED", "RUNNING"):
+            run.status = "CANCELLED"
+
+
+@pytest.fixture
+def fake() -> FakeHatchet:
+    return FakeHatchet()
+
+
+@pytest.fixture
+def backend(fake: FakeHatchet) -> HatchetBackgroundBackend:
+    return HatchetBackgroundBackend(fake, fake)
+
+
+async def test_submit_then_statuses_map_to_openai(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    the_job = job()
+    run = await backend.submit(the_job)
+    assert run.status == "queued"
+    assert len(run.id) == 32
+    engine_run = fake.runs[str(uuid.UUID(hex=run.id))]
+    for hatchet_status, ours in [
+        ("QUEUED", "queued"),
+        ("RUNNING", "in_progress"),
+        ("FAILED", "failed"),
+        ("CANCELLED", "cancelled"),
+    ]:
+        engine_run.status = hatchet_status
+        got = await backend.get(run.id)
+        assert got is not None
+        assert (got.status, got.job) == (ours, the_job)
+    response = {"object": "response", "status": "completed", "id": "resp_x"}
+    engine_run.status, engine_run.output = "COMPLETED", {TASK_NAME: response}
+    done = await backend.get(run.id)
+    assert done is not None
+    assert (done.status, done.response) == ("completed", response)
+
+
+async def test_idempotency_collision_returns_the_existing_run(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    first = await backend.submit(job(key="same"))
+    second = await backend.submit(job(key="same"))
+    assert second.id == first.id
+    assert second.job == first.job  # the stored job, so the API can compare bodies
+    assert len(fake.runs) == 1
+
+
+async def test_runs_without_a_key_never_collide(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    first = await backend.submit(job())
+    second = await backend.submit(job())
+    assert first.id != second.id
+    keys = [HatchetJobInput.model_validate(run.input).idempotency_key for run in fake.runs.values()]
+    assert all(isinstance(key, str) and key for key in keys)
+
+
+async def test_unknown_and_foreign_ids_are_none(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    assert await backend.get(uuid.uuid4().hex) is None
+    foreign = str(uuid.uuid4())
+    fake.runs[foreign] = SimpleNamespace(status="COMPLETED", input={"other": 1}, output={})
+    assert await backend.get(uuid.UUID(foreign).hex) is None
+
+
+async def test_cancel_goes_to_the_engine(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    run = await backend.submit(job())
+    await backend.cancel(run.id)
+    assert fake.cancelled == [str(uuid.UUID(hex=run.id))]
+    cancelled = await backend.get(run.id)
+    assert cancelled is not None
+    assert cancelled.status == "cancelled"
+
+
+@pytest.mark.parametrize("version", [None, "v0.80.0", "v0.98.8", "garbage"])
+async def test_engines_without_idempotency_keys_are_refused(version: str | None) -> None:
+    async def engine_version() -> str | None:
+        return version
+
+    with pytest.raises(ConfigurationError, match="idempotency"):
+        await check_engine_version(SimpleNamespace(aio_get_engine_version=engine_version))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("version", ["v0.98.9", "v0.112.3", "1.2.0"])
+async def test_recent_engines_are_accepted(version: str) -> None:
+    async def engine_version() -> str | None:
+        return version
+
+    assert (
+        await check_engine_version(SimpleNamespace(aio_get_engine_version=engine_version))
+        == version
+    )  # type: ignore[arg-type]
