@@ -14,6 +14,7 @@ and its output goes to a log file that is printed when it fails to start.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -159,6 +160,12 @@ class LocalStack:
 
     # ---------------------------------------------------------------- start
     def start_api(self) -> None:
+        if self.background == "dbos" and importlib.util.find_spec("dbos") is None:
+            raise RuntimeError(
+                "the local stack runs background work on DBOS, which is not installed in this "
+                "environment: run `uv run --extra postgres --extra dbos pytest demo/tests_live` "
+                "(or set DEMO_STACK_BACKGROUND=memory for a single-process API)"
+            )
         env = {"LGOS_BACKGROUND": self.background}
         if self.background != "memory":
             # Workers and API share the run state through PostgreSQL.
