@@ -405,18 +405,20 @@ class _Turn:
             args = {"question": str(args)}
         question = str(args.get("question") or "The graph asks for your review.")
         choices = [str(choice) for choice in args.get("choices") or []]
+        # The graph also takes free text (feedback) besides its choices.
+        allow_other = bool(args.get("allow_other"))
         # Everything else the graph sent (e.g. the draft report) is shown in the dialog.
         details = "\n\n".join(
             f"**{key.capitalize()}:**\n\n{value}"
             for key, value in args.items()
-            if key not in ("question", "choices")
+            if key not in ("question", "choices", "allow_other")
         )
         await self.status("Waiting for your review")
         if self._call is None:
             return question, None
 
         by_lower = {choice.lower(): choice for choice in choices}
-        if set(by_lower) == {"approve", "reject"}:
+        if set(by_lower) == {"approve", "reject"} and not allow_other:
             # A yes/no review fits Open WebUI's confirmation dialog: Confirm approves and
             # Cancel (or Escape, or a click outside) rejects.
             result = await self._call(
@@ -432,10 +434,17 @@ class _Turn:
                 return question, None
             return question, by_lower["approve"] if result is True else by_lower["reject"]
 
-        # Other questions: a select box over the graph's choices, or free text.
-        data: dict[str, Any] = {"title": question, "message": details, "placeholder": "Your answer"}
-        if choices:
+        # Other questions: a select box over the graph's choices, or a text box (which also
+        # takes one of the choices, typed).
+        # An empty message would make Open WebUI show its generic "cannot be undone" text.
+        hint = "**Cancel** sends nothing: the graph stays paused."
+        data: dict[str, Any] = {"title": question, "placeholder": "Your answer"}
+        if choices and not allow_other:
             data.update(type="select", options=choices, value=choices[0])
+        elif choices:
+            data["placeholder"] = f"{' or '.join(choices)}, or your own answer"
+            hint = f"Type {' or '.join(f'**{c}**' for c in choices)}, or your own answer. {hint}"
+        data["message"] = f"{details}\n\n{hint}" if details else hint
         result = await self._call({"type": "input", "data": data})
         if not isinstance(result, str) or not result.strip():
             return question, None

@@ -102,10 +102,13 @@ def settings_fields(models: list[dict[str, Any]]) -> str:
     for key, field in sorted(fields.items()):
         schema = field["schema"]
         py_type = JSON_TYPES.get(schema.get("type", "string"), "str")
-        description = schema.get("description") or schema.get("title") or key
+        # Open WebUI shows the field's title above this text, so the title is not repeated.
+        parts = [schema["description"].rstrip(". ")] if schema.get("description") else []
         if schema.get("enum"):
-            description += f"; one of {', '.join(map(str, schema['enum']))}"
-        description += f". Empty = the graph's default. Used by {', '.join(field['used_by'])}."
+            parts.append(f"One of: {', '.join(map(str, schema['enum']))}")
+        parts.append("Default: the graph's own")
+        parts.append(f"Used by {', '.join(field['used_by'])}")
+        description = ". ".join(parts) + "."
         bounds = "".join(
             f", {arg}={schema[name]!r}"
             for name, arg in (("minimum", "ge"), ("maximum", "le"))

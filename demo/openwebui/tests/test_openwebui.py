@@ -62,6 +62,8 @@ def test_settings_from_valves_reach_the_graph(
     audience.get_by_role("textbox").fill("expert")
     screenshot(page, "valves")
     dialog.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Valves updated successfully")).to_be_visible()
+    dialog.get_by_role("button", name="Close").click()
     expect(dialog).to_be_hidden()
 
     send(page, "What is a graph?")
@@ -141,3 +143,21 @@ def test_stop_cancels_background_run(
             break
         time.sleep(0.2)
     assert status == "cancelled"
+
+
+def test_review_with_feedback_uses_input_dialog(
+    page: Page, openwebui_url: str, user_valves: Any
+) -> None:
+    # interruptible-approval also takes free text, so the Pipe asks in a text box.
+    user_valves()
+    open_chat(page, openwebui_url, "lgos.interruptible-approval")
+    send(page, "Refund order 42")
+
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Approve publishing 'Refund order 42'?")
+    dialog.get_by_role("textbox").fill("Please add the order date")
+    screenshot(page, "review-feedback")
+    dialog.get_by_role("button", name="Confirm").click()
+
+    expect(last_answer(page)).to_contain_text("your feedback was noted: Please add the order date")
+    expect(status_line(page)).to_have_text("Done")
