@@ -99,7 +99,14 @@ def _serve(ctx: click.Context, /, registry: str | None, **options: Any) -> None:
         from lgos.server.logging import logging_config, registry_package
 
         package = registry_package(registry)
-        options["log_config"] = logging_config((package,) if package else ())
+        # --use-colors / --no-use-colors choose readable lines or JSON whatever stdout is;
+        # Uvicorn must not apply them itself: it edits formatters this configuration lacks.
+        use_colors = options.get("use_colors")
+        options["log_config"] = logging_config(
+            (package,) if package else (),
+            json_output=None if use_colors is None else not use_colors,
+        )
+        options["use_colors"] = None
     ctx.invoke(uvicorn_main, app=APP_FACTORY, factory=True, **options)
 
 

@@ -5,8 +5,14 @@ Each process runs from `tests/server/`, so `sample_app` is imported from the wor
 
 from __future__ import annotations
 
+import json
+import os
+import pty
+import select
+import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +22,9 @@ from openai import OpenAI
 
 from tests.server.processes import (
     LGOS,
+    SAMPLE_DIR,
     SAMPLE_REGISTRY,
+    START_TIMEOUT,
     ServerProcess,
     clean_environment,
     run_to_exit,
@@ -136,12 +144,81 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_uvicorn_variables_configure_the_server() -> None:
+def test_uvicorn_variables_configure_the_server(tmp_path: Path) -> None:
     port = _free_port()
-    env = clean_environment(UVICORN_PORT=str(port), FORWARDED_ALLOW_IPS="127.0.0.1")
+    # A log configuration of the user's own replaces the structured logs.
+    log_config = tmp_path / "logging.json"
+    log_config.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "disable_existing_loggers": False,
+                "formatters": {"plain": {"format": "PLAIN %(levelname)s %(name)s %(message)s"}},
+                "handlers": {
+                    "out": {
+                        "class": "logging.StreamHandler",
+                        "stream": "ext://sys.stdout",
+                        "formatter": "plain",
+                    }
+                },
+                "root": {"level": "INFO", "handlers": ["out"]},
+            }
+        )
+    )
+    env = clean_environment(
+        UVICORN_PORT=str(port),
+        UVICORN_LOG_CONFIG=str(log_config),
+        FORWARDED_ALLOW_IPS="127.0.0.1",
+    )
     with serving([SAMPLE_REGISTRY], env) as server:
         assert server.base_url == f"http://127.0.0.1:{port}"
         ask(server, "req-port-1")
+        server.wait_for(
+            lambda: any(line.startswith("PLAIN INFO sample_app.graph") for line in server.stdout),
+            30,
+            "the node's record in the user's format",
+        )
+    assert all(line.startswith("PLAIN ") for line in server.stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "json_lines"), [([], False), (["--no-use-colors"], True)], ids=["tty", "json"]
+)
+def test_terminal_output(args: list[str], json_lines: bool) -> None:
+    """On a terminal the records are readable lines; --no-use-colors keeps JSON there."""
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [LGOS, "serve", SAMPLE_REGISTRY, "--port", "0", *args],
+        cwd=SAMPLE_DIR,
+        env=clean_environment(),
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=subprocess.PIPE,
+    )
+    os.close(terminal)
+    output = b""
+    deadline = time.monotonic() + START_TIMEOUT
+    try:
+        while b"Uvicorn running on" not in output:
+            assert time.monotonic() < deadline, output.decode(errors="replace")
+            ready, _, _ = select.select([controller], [], [], 1.0)
+            if ready:
+                try:
+                    output += os.read(controller, 65536)
+                except OSError:  # the process closed the terminal
+                    break
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+        assert process.stderr is not None
+        process.stderr.close()
+        os.close(controller)
+    [line] = [line for line in output.decode().splitlines() if "Uvicorn running on" in line]
+    if json_lines:
+        assert json.loads(line)["logger"] == "uvicorn.error"
+    else:
+        assert not line.startswith("{")
+        assert " INFO    uvicorn.error: Uvicorn running on http://127.0.0.1:" in line
 
 
 def test_reload_serves_the_registry() -> None:
