@@ -54,7 +54,14 @@ _UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
 # expiry sweep still finds the checkpoint it left behind.
 _RECORD_RUN = (
     "INSERT INTO lgos_paused_runs (thread_id, paused_at) VALUES (%s, now()) "
-    "ON CONFLICT (thread_id) DO NOTHING"
+    "ON CONFLICT (thread_id) DO NOTHING RETURNING true"
+)
+# At release, a row this lease added is kept only when the run left a checkpoint that nobody
+# else will delete (its cleanup failed). A stale answer to an expired run, which creates no
+# checkpoint, so leaves no row behind.
+_FORGET_UNUSED_RUN = (
+    "DELETE FROM lgos_paused_runs WHERE thread_id = %s "
+    "AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = %s)"
 )
 
 # LGOS's own schema, applied in order and recorded in lgos_migrations like LangGraph's.
@@ -118,6 +125,9 @@ class PostgresRunCoordinator:
         self.max_leases = max_leases
         self._lease_wait_seconds = lease_wait_seconds
         self._slots = asyncio.Semaphore(max_leases)
+        # Runs whose index row this process added when leasing them and that have neither
+        # paused nor finished since (keys are exclusive while leased, so a set suffices).
+        self._unsettled: set[str] = set()
 
     def lease(self, key: str) -> AbstractAsyncContextManager[None]:
         return self._lease(key)
@@ -140,7 +150,7 @@ class PostgresRunCoordinator:
         finally:
             # Shielded: a cancelled holder must still unlock, or the run stays busy until
             # the connection dies. The slot is given back only once the connection is.
-            await asyncio.shield(self._unlock(conn, lock_name))
+            await asyncio.shield(self._unlock(conn, key, lock_name))
 
     async def _lock(self, key: str, lock_name: str) -> AsyncConnection[DictRow]:
         conn = await self._pool.getconn()
@@ -157,14 +167,27 @@ class PostgresRunCoordinator:
             await asyncio.shield(self._pool.putconn(conn))
             raise RunBusyError()
         try:
-            await conn.execute(_RECORD_RUN, (key,))
+            async with conn.cursor(row_factory=tuple_row) as cursor:
+                await cursor.execute(_RECORD_RUN, (key,))
+                if await cursor.fetchone() is not None:
+                    self._unsettled.add(key)
         except BaseException:
+            self._unsettled.discard(key)
             await asyncio.shield(self._discard(conn))
             raise
         return conn
 
-    async def _unlock(self, conn: AsyncConnection[DictRow], lock_name: str) -> None:
+    async def _unlock(self, conn: AsyncConnection[DictRow], key: str, lock_name: str) -> None:
         try:
+            if key in self._unsettled:
+                self._unsettled.discard(key)
+                try:
+                    await conn.execute(_FORGET_UNUSED_RUN, (key, key))
+                except Exception as error:
+                    # The row stays and the sweep removes it after the TTL: harmless.
+                    logger.warning(
+                        "run_lease.forget_failed", extra={"error.type": type(error).__qualname__}
+                    )
             unlocked = False
             try:
                 async with conn.cursor(row_factory=tuple_row) as cursor:
@@ -191,6 +214,7 @@ class PostgresRunCoordinator:
             await self._pool.putconn(conn)
 
     async def mark_paused(self, key: str) -> None:
+        self._unsettled.discard(key)
         async with self._pool.connection() as conn:
             await conn.execute(
                 "INSERT INTO lgos_paused_runs (thread_id, paused_at) VALUES (%s, now()) "
@@ -199,6 +223,7 @@ class PostgresRunCoordinator:
             )
 
     async def mark_done(self, key: str) -> None:
+        self._unsettled.discard(key)
         async with self._pool.connection() as conn:
             await conn.execute("DELETE FROM lgos_paused_runs WHERE thread_id = %s", (key,))
 

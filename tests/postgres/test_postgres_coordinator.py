@@ -246,3 +246,51 @@ async def test_expired_pauses_are_found_through_the_index(module_database: str) 
         )
         plan = "\n".join(str(row[0]) for row in await cur.fetchall())
     assert "lgos_paused_runs_paused_at_idx" in plan
+
+
+async def index_rows(uri: str) -> set[str]:
+    async with await psycopg.AsyncConnection.connect(uri, autocommit=True) as conn:
+        cur = await conn.execute("SELECT thread_id FROM lgos_paused_runs")
+        return {str(row[0]) for row in await cur.fetchall()}
+
+
+async def test_a_run_is_indexed_while_it_executes(
+    replicas: tuple[ServerResources, ServerResources], module_database: str
+) -> None:
+    """A run is in the index from its first lease, so a crash mid-run still expires; a lease
+    that neither paused nor left a checkpoint (a rejected answer) leaves no row behind."""
+    first, second = (coordinator(r) for r in replicas)
+    async with first.lease("executing"):
+        assert "executing" in await index_rows(module_database)
+        assert await second.paused_at("executing") is not None
+    assert "executing" not in await index_rows(module_database)
+
+    async with first.lease("pauses"):
+        await first.mark_paused("pauses")
+    assert "pauses" in await index_rows(module_database)
+    # Answering it later keeps the time it paused until it pauses again or finishes.
+    paused = await second.paused_at("pauses")
+    async with second.lease("pauses"):
+        assert await second.paused_at("pauses") == paused
+    assert await second.paused_at("pauses") == paused
+    async with second.lease("pauses"):
+        await second.mark_done("pauses")
+    assert "pauses" not in await index_rows(module_database)
+
+
+async def test_a_lease_that_leaves_an_orphan_checkpoint_keeps_its_row(
+    replicas: tuple[ServerResources, ServerResources], module_database: str
+) -> None:
+    """If a run's cleanup failed, its checkpoint has no other owner: the row stays so the
+    sweep deletes it after the TTL."""
+    from langchain_core.messages import HumanMessage
+
+    from demo.graphs.review import interruptible_approval_graph
+
+    first = coordinator(replicas[0])
+    graph = interruptible_approval_graph(replicas[0].checkpointer)
+    async with first.lease("orphan"):
+        await graph.ainvoke(
+            {"messages": [HumanMessage("orphaned")]}, {"configurable": {"thread_id": "orphan"}}
+        )
+    assert "orphan" in await index_rows(module_database)

@@ -10,6 +10,7 @@ import textwrap
 
 import psycopg
 import pytest
+from pydantic import ValidationError
 
 from lgos.errors import ConfigurationError
 from lgos.integrations.postgres import MIGRATIONS, open_postgres_resources
@@ -152,7 +153,10 @@ async def test_a_waiting_replica_never_blocks_the_migrating_ones_index_builds(
 
 @pytest.mark.anyio
 async def test_a_pool_of_one_connection_is_refused(database: str) -> None:
-    settings = ServerSettings(POSTGRES_URI=database, POSTGRES_POOL_SIZE=1)
+    with pytest.raises(ValidationError):
+        ServerSettings(POSTGRES_URI=database, POSTGRES_POOL_SIZE=1)
+    # Settings built without validation are refused too, before any connection opens.
+    settings = ServerSettings(POSTGRES_URI=database).model_copy(update={"POSTGRES_POOL_SIZE": 1})
     with pytest.raises(ConfigurationError, match="LGOS_POSTGRES_POOL_SIZE"):
         async with open_postgres_resources(settings):
             pytest.fail("opened with a pool that cannot hold a lease and write a checkpoint")
