@@ -9,7 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
+from langchain_core.messages import HumanMessage
 
+from demo.graphs.review import interruptible_approval_graph
 from lgos.errors import RunBusyError
 from lgos.integrations.postgres import (
     PostgresRunCoordinator,
@@ -283,10 +285,6 @@ async def test_a_lease_that_leaves_an_orphan_checkpoint_keeps_its_row(
 ) -> None:
     """If a run's cleanup failed, its checkpoint has no other owner: the row stays so the
     sweep deletes it after the TTL."""
-    from langchain_core.messages import HumanMessage
-
-    from demo.graphs.review import interruptible_approval_graph
-
     first = coordinator(replicas[0])
     graph = interruptible_approval_graph(replicas[0].checkpointer)
     async with first.lease("orphan"):
