@@ -21,11 +21,12 @@ TERMINAL = {"completed", "failed", "cancelled", "incomplete"}
 POLL_DEADLINE_SECONDS = 30
 
 
-def demo_app() -> FastAPI:
+def demo_app(postgres_uri: str | None = None) -> FastAPI:
+    """The demo registry on in-memory state, or on PostgreSQL when a URI is given."""
     return create_app(
         "demo.registry:create_registry",
         settings=ServerSettings(
-            POSTGRES_URI=None, BACKGROUND="memory", INTERRUPT_SWEEP_INTERVAL_MINUTES=0
+            POSTGRES_URI=postgres_uri, BACKGROUND="memory", INTERRUPT_SWEEP_INTERVAL_MINUTES=0
         ),
     )
 
