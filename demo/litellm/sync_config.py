@@ -6,8 +6,9 @@ copied into the deployment's `model_info.lgos`, which LiteLLM serves unchanged
 on /model/info. This script writes that copy; the live suite
 (test_litellm.py::...test_model_metadata_reaches_the_client) fails when it drifts.
 
+    uv run python demo/litellm/sync_config.py            # starts a throwaway `lgos serve`
     uv run python demo/litellm/sync_config.py --api-url http://127.0.0.1:8000/v1
-    uv run python demo/litellm/sync_config.py --api-url ... --check   # exit 1 on drift
+    uv run python demo/litellm/sync_config.py --check    # exit 1 on drift
 
 Only the block between the BEGIN/END GENERATED MODELS markers is rewritten.
 Metadata is written as JSON, which is valid YAML, so no YAML library is needed.
@@ -16,8 +17,15 @@ Metadata is written as JSON, which is valid YAML, so no YAML library is needed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -38,6 +46,40 @@ def fetch_models(api_url: str) -> list[tuple[str, dict[str, object]]]:
             detail.raise_for_status()
             models.append((entry["id"], detail.json().get("lgos") or {}))
         return models
+
+
+@contextlib.contextmanager
+def throwaway_api() -> Iterator[str]:
+    """`lgos serve demo.registry:create_registry` on a free loopback port, stopped on exit."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    lgos = Path(sys.executable).with_name("lgos")
+    proc = subprocess.Popen(
+        [str(lgos), "serve", "demo.registry:create_registry", "--port", str(port)],
+        env={**os.environ, "LGOS_BACKGROUND": "memory", "LGOS_POSTGRES_URI": ""},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"lgos serve exited: {proc.stderr.read().decode() if proc.stderr else ''}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/models", timeout=5).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("lgos serve did not answer within 120 s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
 
 
 def render(models: list[tuple[str, dict[str, object]]]) -> str:
@@ -67,13 +109,18 @@ def replace_block(text: str, block: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--api-url", default="http://127.0.0.1:8000/v1")
+    parser.add_argument("--api-url", help="a running LGOS API (default: start one)")
     parser.add_argument("--config", type=Path, default=CONFIG)
     parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
     args = parser.parse_args()
 
     current = args.config.read_text()
-    wanted = replace_block(current, render(fetch_models(args.api_url)))
+    if args.api_url:
+        models = fetch_models(args.api_url)
+    else:
+        with throwaway_api() as url:
+            models = fetch_models(url)
+    wanted = replace_block(current, render(models))
     if args.check:
         if wanted != current:
             print(f"{args.config} is stale: run demo/litellm/sync_config.py", file=sys.stderr)
