@@ -91,6 +91,25 @@ def changed_settings(
     }
 
 
+async def gateway_catalog(client: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
+    """The `lgos` metadata of each model as the LiteLLM gateway keeps it, by model name.
+
+    LiteLLM's /v1/models drops fields it does not know, so the gateway's configuration copies
+    each model's metadata into `model_info.lgos`, which LiteLLM serves on /model/info. Other
+    servers have no such route: no metadata.
+    """
+    try:
+        response = await client.get("/model/info")
+        entries = response.json()["data"] if response.status_code == 200 else []
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return {}
+    return {
+        entry["model_name"]: entry["model_info"]["lgos"]
+        for entry in entries
+        if isinstance(entry, dict) and (entry.get("model_info") or {}).get("lgos") is not None
+    }
+
+
 def _error_message(response: httpx.Response) -> str:
     try:
         error = response.json()["error"]
@@ -150,20 +169,19 @@ class Pipe:
                 response = await client.get("/models")
                 response.raise_for_status()
                 models = response.json()["data"]
+                described = {model["id"] for model in models if "lgos" in model}
+                if len(described) < len(models):  # behind LiteLLM: metadata is elsewhere
+                    described |= set(await gateway_catalog(client))
         except Exception as exc:  # an unreachable server must not break Open WebUI's model list
             log.warning("LGOS models unavailable at %s: %s", self.valves.base_url, exc)
             return []
         prefix = self.valves.model_name_prefix
+        # Models without the `lgos` metadata (e.g. a plain model behind the gateway) still
+        # chat, but none of the extras (background, review, settings) are known to work.
+        limited = " (limited functionality)"
         return [
-            {
-                "id": model["id"],
-                # Models without the `lgos` metadata (e.g. a plain model behind the gateway)
-                # still chat, but none of the extras below are known to work with them.
-                "name": prefix
-                + model["id"]
-                + ("" if "lgos" in model else " (limited functionality)"),
-            }
-            for model in models
+            {"id": m["id"], "name": prefix + m["id"] + ("" if m["id"] in described else limited)}
+            for m in models
         ]
 
     async def pipe(
@@ -293,7 +311,10 @@ class _Turn:
         response = await self.client.get(f"/models/{self.model}")
         if response.status_code != 200:
             raise LgosError(_error_message(response))
-        return response.json().get("lgos") or {}
+        info = response.json().get("lgos")
+        if info is None:
+            info = (await gateway_catalog(self.client)).get(self.model)
+        return info or {}
 
     async def _run_in_background(self, request: dict[str, Any]) -> dict[str, Any]:
         """Create a background Response and poll it to a terminal status, with status events."""

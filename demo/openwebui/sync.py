@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-FUNCTION_ID = "lgos"
+FUNCTION_ID = "lgos"  # Open WebUI names the models "<function id>.<LGOS model id>"
 PIPE_SOURCE = Path(__file__).with_name("lgos_pipe.py")
 # The Pipe source marks where the per-graph setting valves go.
 SETTINGS_BLOCK = re.compile(r"( *)# lgos-settings: begin\n.*?# lgos-settings: end\n", re.S)
@@ -81,9 +81,24 @@ def sign_in(url: str, email: str, password: str) -> str:
 
 
 def lgos_models(lgos_url: str, lgos_key: str) -> list[dict[str, Any]]:
-    """The models LGOS advertises, each with its detail (which adds client_settings)."""
-    listed = call("GET", f"{lgos_url}/models", token=lgos_key or None)["data"]
-    return [call("GET", f"{lgos_url}/models/{m['id']}", token=lgos_key or None) for m in listed]
+    """The models LGOS advertises, each with its detail (which adds client_settings).
+
+    Behind the LiteLLM gateway the details lack the `lgos` object; the gateway keeps a copy in
+    each deployment's `model_info.lgos`, served on /model/info, which fills the gap.
+    """
+    token = lgos_key or None
+    listed = call("GET", f"{lgos_url}/models", token=token)["data"]
+    details = [call("GET", f"{lgos_url}/models/{m['id']}", token=token) for m in listed]
+    if any("lgos" not in detail for detail in details):
+        try:
+            entries = call("GET", f"{lgos_url}/model/info", token=token)["data"]
+        except (ApiError, KeyError, TypeError):
+            entries = []
+        gateway = {e["model_name"]: (e.get("model_info") or {}).get("lgos") for e in entries}
+        for detail in details:
+            if "lgos" not in detail and gateway.get(detail["id"]) is not None:
+                detail["lgos"] = gateway[detail["id"]]
+    return details
 
 
 def settings_fields(models: list[dict[str, Any]]) -> str:
@@ -136,29 +151,33 @@ def render_pipe(models: list[dict[str, Any]]) -> str:
     return rendered
 
 
-def install_function(url: str, token: str, content: str, valves: dict[str, Any]) -> None:
+def install_function(
+    url: str, token: str, content: str, valves: dict[str, Any], function_id: str = FUNCTION_ID
+) -> None:
     form = {
-        "id": FUNCTION_ID,
+        "id": function_id,
         "name": "LGOS graphs",
         "content": content,
         "meta": {"description": "LangGraph graphs served by LGOS (Responses API)"},
     }
     try:
-        existing = call("GET", f"{url}/api/v1/functions/id/{FUNCTION_ID}", token=token)
+        existing = call("GET", f"{url}/api/v1/functions/id/{function_id}", token=token)
     except ApiError:
         existing = None
     if existing is None:
         call("POST", f"{url}/api/v1/functions/create", form, token)
-        existing = call("GET", f"{url}/api/v1/functions/id/{FUNCTION_ID}", token=token)
+        existing = call("GET", f"{url}/api/v1/functions/id/{function_id}", token=token)
     elif existing.get("content") != content:
-        call("POST", f"{url}/api/v1/functions/id/{FUNCTION_ID}/update", form, token)
+        call("POST", f"{url}/api/v1/functions/id/{function_id}/update", form, token)
     # New functions start inactive; toggle flips the state, so only call it when needed.
     if not existing.get("is_active"):
-        call("POST", f"{url}/api/v1/functions/id/{FUNCTION_ID}/toggle", token=token)
-    call("POST", f"{url}/api/v1/functions/id/{FUNCTION_ID}/valves/update", valves, token)
+        call("POST", f"{url}/api/v1/functions/id/{function_id}/toggle", token=token)
+    call("POST", f"{url}/api/v1/functions/id/{function_id}/valves/update", valves, token)
 
 
-def install_models(url: str, token: str, models: list[dict[str, Any]]) -> list[str]:
+def install_models(
+    url: str, token: str, models: list[dict[str, Any]], function_id: str = FUNCTION_ID
+) -> list[str]:
     """One workspace model per graph, readable by every user; stale ones removed."""
     installed = []
     for model in models:
@@ -168,9 +187,9 @@ def install_models(url: str, token: str, models: list[dict[str, Any]]) -> list[s
             lgos.get("description") or "LGOS graph without metadata (limited functionality)."
         )
         form = {
-            "id": f"{FUNCTION_ID}.{model['id']}",
+            "id": f"{function_id}.{model['id']}",
             "base_model_id": None,
-            "name": f"LGOS: {model['id']}",
+            "name": f"LGOS: {model['id']}" + ("" if lgos else " (limited functionality)"),
             "meta": {
                 "description": f"{description} [{features}]",
                 OWNER_MARK: True,
@@ -190,7 +209,10 @@ def install_models(url: str, token: str, models: list[dict[str, Any]]) -> list[s
         installed.append(form["id"])
     workspace = call("GET", f"{url}/api/v1/models/export", token=token) or []
     for model in workspace:
-        if (model.get("meta") or {}).get(OWNER_MARK) and model["id"] not in installed:
+        mine = (model.get("meta") or {}).get(OWNER_MARK) and model["id"].startswith(
+            function_id + "."
+        )
+        if mine and model["id"] not in installed:
             call("POST", f"{url}/api/v1/models/model/delete", {"id": model["id"]}, token)
     return installed
 
@@ -207,8 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--catalog-url",
         default=None,
-        help="where this command reads the models (default: --lgos-url); use the LGOS API when "
-        "the gateway does not pass the model details through",
+        help="where this command reads the models (default: --lgos-url, which behind LiteLLM "
+        "also reads the gateway's /model/info)",
+    )
+    parser.add_argument(
+        "--function-id",
+        default=FUNCTION_ID,
+        help="id of the Open WebUI function (a second id installs a second connection)",
     )
     parser.add_argument("--email", default="", help="admin email (empty with WEBUI_AUTH=false)")
     parser.add_argument("--password", default="", help="admin password")
@@ -230,9 +257,10 @@ def main(argv: list[str] | None = None) -> int:
             "api_key": args.lgos_key,
             "poll_interval_seconds": args.poll_interval,
         },
+        args.function_id,
     )
-    installed = install_models(url, token, models)
-    print(f"openwebui: function {FUNCTION_ID!r} active; models: {', '.join(installed)}")
+    installed = install_models(url, token, models, args.function_id)
+    print(f"openwebui: function {args.function_id!r} active; models: {', '.join(installed)}")
     return 0
 
 

@@ -159,6 +159,38 @@ def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 @pytest.fixture(scope="session")
+def gateway_function(
+    lgos_url: str, openwebui_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A second Pipe, ``lgos_gateway``, reaching LGOS through a real LiteLLM proxy.
+
+    LiteLLM comes from its own environment (demo/litellm, set up by its idempotent script) and
+    its config in the repo; this is the path `just demo/up` wires Open WebUI to.
+    """
+    litellm = REPO / "demo" / "litellm"
+    subprocess.run([str(litellm / "setup.sh")], check=True)
+    port = free_port()
+    key = "sk-openwebui-tests"
+    env = {
+        **os.environ,
+        "LGOS_API_BASE_URL": lgos_url,
+        "LITELLM_PORT": str(port),
+        "LITELLM_MASTER_KEY": key,
+    }
+    log = tmp_path_factory.mktemp("litellm") / "litellm.log"
+    process = start(["bash", str(litellm / "run.sh")], log, env)
+    gateway = f"http://127.0.0.1:{port}/v1"
+    try:
+        wait_for(f"http://127.0.0.1:{port}/health/liveliness", process, log)
+        sync = [sys.executable, str(OPENWEBUI_DIR / "sync.py"), "--url", openwebui_url]
+        options = ["--lgos-url", gateway, "--lgos-key", key, "--function-id", "lgos_gateway"]
+        subprocess.run([*sync, *options, "--poll-interval", "0.25"], check=True)
+        yield "lgos_gateway"
+    finally:
+        stop(process)
+
+
+@pytest.fixture(scope="session")
 def admin_token(openwebui_url: str) -> str:
     """Token of Open WebUI's single user (WEBUI_AUTH=false), an admin."""
     token = http_json(
@@ -179,10 +211,10 @@ def admin_token(openwebui_url: str) -> str:
 def user_valves(openwebui_url: str, admin_token: str) -> Any:
     """Set the Pipe's user valves (what a user sets under Controls > Valves) for one test."""
 
-    def set_valves(**values: Any) -> None:
+    def set_valves(function: str = "lgos", **values: Any) -> None:
         http_json(
             "POST",
-            f"{openwebui_url}/api/v1/functions/id/lgos/valves/user/update",
+            f"{openwebui_url}/api/v1/functions/id/{function}/valves/user/update",
             {"run_in_background": False, **values},
             admin_token,
         )

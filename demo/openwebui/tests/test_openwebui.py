@@ -161,3 +161,21 @@ def test_review_with_feedback_uses_input_dialog(
 
     expect(last_answer(page)).to_contain_text("your feedback was noted: Please add the order date")
     expect(status_line(page)).to_have_text("Done")
+
+
+def test_review_through_the_litellm_gateway(
+    page: Page, openwebui_url: str, gateway_function: str, user_valves: Any
+) -> None:
+    # Same flow as above, with the Pipe's base URL and key pointing at LiteLLM: the gateway
+    # passes background creates, polls and the review answer through to LGOS.
+    user_valves(gateway_function, run_in_background=True, delay_seconds=0)
+    open_chat(page, openwebui_url, f"{gateway_function}.background-interrupt")
+    send(page, TOPIC)
+
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Confirm approves")
+    dialog.get_by_role("button", name="Confirm").click()
+
+    expect(last_answer(page)).to_contain_text(f"Background report for: {TOPIC}")
+    expect(status_line(page)).to_have_text("Done")
+    screenshot(page, "gateway-review-approved")
