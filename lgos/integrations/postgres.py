@@ -352,6 +352,10 @@ async def open_postgres_resources(settings: ServerSettings) -> AsyncIterator[Ser
         store = AsyncPostgresStore(pool)
         try:
             await apply_migrations(pool, saver, store)
+            logger.info(
+                "postgres.ready",
+                extra={"pool_size": size, "max_leases": coordinator.max_leases},
+            )
             yield ServerResources(
                 checkpointer=saver,
                 store=store,

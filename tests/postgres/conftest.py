@@ -19,8 +19,6 @@ ADMIN_URI = os.environ.get(
     "LGOS_TEST_POSTGRES_URI", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 
-pytestmark = pytest.mark.postgres
-
 
 def create_database() -> tuple[str, str]:
     """Create an empty database; return its name and connection URI."""
