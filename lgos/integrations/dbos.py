@@ -63,6 +63,7 @@ APPLICATION_VERSION = "lgos-background-1"
 WORKFLOW_NAME = "lgos.background_response"
 STEP_NAME = "lgos.run_graph"
 QUEUE_NAME = "lgos-background"
+MAX_RECOVERY_ATTEMPTS = 5
 # How often a worker looks for new runs (DBOS polls its queue table).
 QUEUE_POLLING_INTERVAL_SECONDS = 0.2
 _RUN_NAMESPACE = uuid.UUID("3f4f9a2e-55f1-4b7e-9d8a-1c2b3d4e5f60")
@@ -258,9 +259,13 @@ def _register_workflow() -> None:
         result: dict[str, Any] = await step(run_id, job)
         return result
 
-    DBOS.workflow(name=WORKFLOW_NAME, serialization_type=WorkflowSerializationFormat.PORTABLE)(
-        background_response
-    )
+    # A run is re-dispatched when its worker dies; a run that keeps killing its workers (out
+    # of memory, say) ends as failed after this many deaths instead of looping forever.
+    DBOS.workflow(
+        name=WORKFLOW_NAME,
+        max_recovery_attempts=MAX_RECOVERY_ATTEMPTS,
+        serialization_type=WorkflowSerializationFormat.PORTABLE,
+    )(background_response)
     _registered = True
 
 
@@ -305,6 +310,9 @@ class DBOSWorker:
                     "application_version": APPLICATION_VERSION,
                     "executor_id": self.executor_id,
                     "run_migrations": False,
+                    # DBOS's default (20) per worker adds up fast against max_connections: the
+                    # queue, status writes and the cancellation poller need a few per slot.
+                    "sys_db_pool_size": self.settings.WORKER_SLOTS + 4,
                 }
             )
             # Launched inside our event loop: DBOS then runs async workflows on this loop, next
@@ -320,6 +328,7 @@ class DBOSWorker:
                 lambda: DBOSClient(
                     system_database_url=_sqlalchemy_url(self.uri),
                     application_name=APPLICATION_NAME,
+                    system_database_pool_size=2,  # the reaper and the retention sweep only
                 )
             )
             logger.info(
