@@ -15,10 +15,14 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import asyncpg
 import chainlit as cl
+import httpx
 import lgos_ui as ui
 from chainlit.data import get_data_layer
+from chainlit.data.chainlit_data_layer import ChainlitDataLayer
 from chainlit.input_widget import InputWidget, Select, Slider, Switch, TextInput
+from chainlit.utils import utc_now
 from openai import APIError, APIStatusError, AsyncOpenAI
 
 BASE_URL = (
@@ -31,6 +35,7 @@ API_KEY = os.environ.get("LGOS_API_KEY") or os.environ.get("OPENAI_API_KEY") or 
 DEMO_USER = os.environ.get("LGOS_CHAINLIT_USER", "demo")
 DEMO_PASSWORD = os.environ.get("LGOS_CHAINLIT_PASSWORD", "demo")
 POLL_SECONDS = float(os.environ.get("LGOS_CHAINLIT_POLL_SECONDS", "1"))
+DB_POOL_SIZE = int(os.environ.get("LGOS_CHAINLIT_DB_POOL_SIZE", "4"))
 
 client = AsyncOpenAI(base_url=BASE_URL, api_key=API_KEY)
 
@@ -44,6 +49,29 @@ MODEL = "lgos_model"
 REVIEW_ACTION = "lgos_review"
 
 
+# ---------------------------------------------------------------- persistence layer
+
+
+class SmallPoolDataLayer(ChainlitDataLayer):
+    """Chainlit's own PostgreSQL data layer, with a pool sized for a demo.
+
+    The stock layer opens asyncpg's default pool (10 connections held open), which is a lot on
+    a PostgreSQL shared with LGOS and its workers. Tables: schema.sql (applied by setup_db.py).
+    """
+
+    async def connect(self) -> None:
+        if not self.pool:
+            self.pool = await asyncpg.create_pool(
+                self.database_url, min_size=1, max_size=DB_POOL_SIZE
+            )
+
+
+@cl.data_layer
+def data_layer() -> ChainlitDataLayer | None:
+    url = os.environ.get("DATABASE_URL")
+    return SmallPoolDataLayer(database_url=url) if url else None
+
+
 # ---------------------------------------------------------------- login and catalog
 
 
@@ -55,9 +83,40 @@ def login(username: str, password: str) -> cl.User | None:
     return None
 
 
-async def catalog() -> list[ui.ModelInfo]:
+async def gateway_metadata() -> dict[str, dict[str, Any]]:
+    """`lgos` metadata a LiteLLM gateway keeps in `model_info` (its /v1/models drops it).
+
+    An empty dict when the server has no `/model/info` (LGOS itself, other gateways).
+    """
+    try:
+        reply = await client.get("/model/info", cast_to=httpx.Response)
+        rows = reply.json().get("data") or []
+    except (APIError, ValueError, AttributeError):
+        return {}
+    found = {}
+    for row in rows:
+        meta = (row.get("model_info") or {}).get("lgos")
+        if isinstance(meta, str):
+            meta = json.loads(meta)
+        if isinstance(meta, dict) and row.get("model_name"):
+            found[row["model_name"]] = meta
+    return found
+
+
+async def catalog_entries() -> list[dict[str, Any]]:
+    """`/v1/models` entries, completed with the gateway's copy of the `lgos` metadata."""
     page = await client.models.list()
-    return [ui.parse_model(m.model_dump()) for m in page.data]
+    entries = [m.model_dump() for m in page.data]
+    if any("lgos" not in e for e in entries):
+        extra = await gateway_metadata()
+        for entry in entries:
+            if "lgos" not in entry and entry["id"] in extra:
+                entry["lgos"] = extra[entry["id"]]
+    return entries
+
+
+async def catalog() -> list[ui.ModelInfo]:
+    return [ui.parse_model(entry) for entry in await catalog_entries()]
 
 
 @cl.set_chat_profiles
@@ -82,6 +141,10 @@ async def current_model() -> tuple[ui.ModelInfo, dict[str, Any] | None]:
             raise RuntimeError(f"The model catalog at {BASE_URL} is empty.")
         model_id = models[0].id
     detail = (await client.models.retrieve(model_id)).model_dump()
+    if "lgos" not in detail:
+        detail["lgos"] = (await gateway_metadata()).get(model_id)
+        if detail["lgos"] is None:
+            del detail["lgos"]
     return ui.parse_model(detail), (detail.get("lgos") or {}).get("client_settings")
 
 
@@ -227,6 +290,7 @@ async def run_streamed(
     phases: dict[str, str | None] = {}
     answer: cl.Message | None = None
     final: dict[str, Any] = {}
+    progress = Progress()
     stream = await client.responses.create(stream=True, **kwargs)
     async with stream:
         async for event in stream:
@@ -247,20 +311,24 @@ async def run_streamed(
                     answer = cl.Message(content="")
                 await answer.stream_token(data.get("delta") or "")
             elif kind == "response.output_item.done" and ui.is_commentary(data["item"]):
-                await show_commentary(ui.message_text(data["item"])[0])
+                await progress.add(ui.message_text(data["item"])[0])
             elif kind in ("response.completed", "response.failed", "response.incomplete"):
                 final = data["response"]
+    await progress.close()
     if not final:
         raise RuntimeError("The stream ended without a terminal event.")
+    rendered = ui.split_output(final.get("output") or [])
+    if answer is None and rendered.answer:
+        answer = cl.Message(content="")  # an answer that arrived without deltas
     if answer is not None:
-        rendered = ui.split_output(final.get("output") or [])
-        # The streamed tokens are the answer; the final object adds the citations.
+        # The final object holds the whole answer and its citations.
         answer.content = rendered.answer or answer.content
         sources = ui.sources_markdown(rendered.citations)
         if sources:
             answer.content += "\n\n" + sources
         await answer.send()
-    return final, answer is not None
+    # Everything the stream carried is on the page now; finish() adds only the rest.
+    return final, True
 
 
 async def run_background(
@@ -291,12 +359,30 @@ async def run_background(
     return response, False
 
 
-async def show_commentary(text: str) -> None:
-    """Progress notes from the graph: a step beside the answer, never part of it."""
-    if not text:
-        return
-    async with cl.Step(name="Progress", type="tool") as step:
-        step.output = text
+class Progress:
+    """The graph's commentary for one turn: one step beside the answer, never part of it."""
+
+    def __init__(self) -> None:
+        self.step: cl.Step | None = None
+        self.notes: list[str] = []
+
+    async def add(self, text: str) -> None:
+        if not text:
+            return
+        self.notes.append(text)
+        if self.step is None:
+            self.step = cl.Step(name="Progress", type="tool", show_input=False)
+            self.step.start = utc_now()
+            self.step.output = text
+            await self.step.send()
+        else:
+            self.step.output = "\n\n".join(self.notes)
+            await self.step.update()
+
+    async def close(self) -> None:
+        if self.step is not None:
+            self.step.end = utc_now()
+            await self.step.update()
 
 
 async def finish(response: dict[str, Any], shown: bool) -> None:
@@ -304,8 +390,10 @@ async def finish(response: dict[str, Any], shown: bool) -> None:
     status = response.get("status")
     rendered = ui.split_output(response.get("output") or [])
     if not shown:
+        progress = Progress()
         for note in rendered.commentary:
-            await show_commentary(note)
+            await progress.add(note)
+        await progress.close()
         content = rendered.answer
         sources = ui.sources_markdown(rendered.citations)
         if sources:

@@ -1,7 +1,9 @@
 """Fixtures for the Chainlit browser tests: real processes on free loopback ports.
 
-- `lgos_url`: `lgos serve demo.registry:create_registry` with the in-memory background engine
-  (or an already running server named by LGOS_CHAINLIT_TEST_BASE_URL, for UI development).
+- `lgos_server` / `lgos_url`: `lgos serve demo.registry:create_registry` with the in-memory
+  background engine and, when psycopg is installed, a fresh PostgreSQL database (so a paused
+  review outlives a restart). LGOS_CHAINLIT_TEST_BASE_URL (+ LGOS_CHAINLIT_TEST_API_KEY) points
+  the tests at a server or gateway that is already running instead, e.g. LiteLLM.
 - `chainlit`: the Chainlit app started by its own launcher (`demo/chainlit/run.sh`, which also
   builds its environment) on a fresh PostgreSQL database that is dropped at the end.
 - `browser`: Debian's Chromium driven by Playwright, headless; `new_page` gives a context whose
@@ -196,6 +198,9 @@ class ChainlitApp:
             "LGOS_CHAINLIT_PASSWORD": "demo",
         }
         self.env.pop("OPENAI_BASE_URL", None)
+        # A gateway in front of LGOS (LGOS_CHAINLIT_TEST_BASE_URL) may want its key.
+        if os.environ.get("LGOS_CHAINLIT_TEST_API_KEY"):
+            self.env["LGOS_API_KEY"] = os.environ["LGOS_CHAINLIT_TEST_API_KEY"]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:

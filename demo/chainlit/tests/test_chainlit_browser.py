@@ -76,16 +76,19 @@ class Chat:
         expect(submit).to_be_enabled()
         submit.click()
         expect(self.page.get_by_text(text, exact=True).first).to_be_visible()
-        # The first message makes a persisted thread: the page moves to /thread/<id>. Chainlit
-        # 2.12 drops the shown messages if the next one is sent during that move, so wait.
+        # The first message makes a persisted thread: the page moves to /thread/<id> and lists
+        # the thread in the sidebar. Chainlit 2.12 may drop the shown messages when the next
+        # one is sent during that move, so wait until the thread is listed (as a person would).
         expect(self.page).to_have_url(re.compile(r"/thread/[0-9a-f-]+$"))
+        thread_id = self.page.url.rsplit("/", 1)[-1]
+        expect(self.page.locator(f"#thread-{thread_id}")).to_be_visible()
 
     def answer_review(self, choice: str) -> None:
         expect(self.page.get_by_text(REVIEW).last).to_be_visible()
         self.page.get_by_role("button", name=choice, exact=True).click()
 
     def shot(self, directory: Path, flow: str) -> None:
-        self.page.screenshot(path=str(directory / f"{flow}.png"))
+        self.page.screenshot(path=str(directory / f"{flow}.png"), animations="disabled")
 
 
 @pytest.fixture
@@ -113,6 +116,37 @@ def test_simple_graph_streams_the_answer(chat: Chat, screenshot_dir: Path) -> No
     expect(chat.page.get_by_text("In precise terms: you said 'Second question'.")).to_be_visible()
     expect(chat.page.get_by_text("you said 'Hello from Chainlit'", exact=False)).to_be_visible()
     chat.shot(screenshot_dir, "simple-graph")
+
+
+def test_commentary_is_a_step_apart_from_the_answer(chat: Chat, screenshot_dir: Path) -> None:
+    chat.pick_model("status-events")
+    chat.send("Hi there")
+    answer = chat.page.get_by_text("Done looking into 'Hi there'.")
+    expect(answer).to_be_visible()
+    expect(answer).not_to_contain_text("Reading the question")
+    # The graph's progress notes sit in one collapsed "Progress" step; opening it shows them.
+    step = chat.page.get_by_role("button", name="Used Progress")
+    expect(step).to_have_count(1)
+    step.click()
+    expect(chat.page.get_by_text("Reading the question")).to_be_visible()
+    expect(chat.page.get_by_text("Looking things up")).to_be_visible()
+    chat.shot(screenshot_dir, "commentary-steps")
+
+
+def test_review_accepts_typed_feedback(chat: Chat, screenshot_dir: Path) -> None:
+    chat.pick_model("interruptible-approval")
+    chat.send("Launch plan")
+    expect(chat.page.get_by_text("Approve publishing 'Launch plan'?", exact=False)).to_be_visible()
+    expect(chat.page.get_by_text("type your feedback in the chat box", exact=False)).to_be_visible()
+    chat.send("Please shorten it")
+    expect(chat.page.get_by_text("Your answer: Please shorten it")).to_be_visible()
+    expect(
+        chat.page.get_by_text("Not published; your feedback was noted: Please shorten it")
+    ).to_be_visible()
+    expect(chat.page.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
+    # The question stays in the conversation above the answer.
+    expect(chat.page.get_by_text("Approve publishing 'Launch plan'?", exact=False)).to_be_visible()
+    chat.shot(screenshot_dir, "review-feedback")
 
 
 @pytest.mark.parametrize(
