@@ -57,8 +57,8 @@ _RECORD_RUN = (
     "ON CONFLICT (thread_id) DO NOTHING RETURNING true"
 )
 # At release, a row this lease added is kept only when the run left a checkpoint that nobody
-# else will delete (its cleanup failed). A stale answer to an expired run, which creates no
-# checkpoint, so leaves no row behind.
+# else will delete (its cleanup failed). A stale answer to an expired run creates no
+# checkpoint, so it leaves no row behind.
 _FORGET_UNUSED_RUN = (
     "DELETE FROM lgos_paused_runs WHERE thread_id = %s "
     "AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = %s)"
@@ -88,7 +88,7 @@ class RunCapacityError(LgosError):
 
     def __init__(self) -> None:
         super().__init__(
-            "The server is running as many paused-capable runs as its database pool allows; "
+            "The server is running as many runs of pausable graphs as its database pool allows; "
             "try again shortly.",
             code="run_capacity_exhausted",
         )
