@@ -304,6 +304,9 @@ class _Turn:
             # A background run keeps running on the server unless we cancel it ourselves.
             if self.active_id:
                 await asyncio.shield(self._cancel(self.active_id))
+            else:
+                # A foreground stream ends when its connection closes; only say so.
+                await asyncio.shield(self._quiet_status("Stopped"))
             raise
 
     async def _model_info(self) -> dict[str, Any]:
@@ -470,6 +473,12 @@ class _Turn:
         if not isinstance(result, str) or not result.strip():
             return question, None
         return question, result.strip()
+
+    async def _quiet_status(self, description: str) -> None:
+        try:
+            await self.status(description, done=True)
+        except Exception as exc:  # the chat may be gone already
+            log.info("status not shown: %s", exc)
 
     async def _cancel(self, response_id: str) -> None:
         """Best effort: ask LGOS to cancel the background Response the user stopped."""

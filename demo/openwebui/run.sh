@@ -39,6 +39,9 @@ export WEBUI_AUTH="${WEBUI_AUTH:-false}"
 # database on the first one.
 export ENABLE_PERSISTENT_CONFIG=false
 
+# A new chat opens on this model (the Pipe names its models "lgos.<graph>").
+export DEFAULT_MODELS="${OPENWEBUI_DEFAULT_MODEL:-lgos.simple-graph}"
+
 # Plain OpenAI connection to the same server: graphs without human review also work as
 # ordinary models; the LGOS Pipe (installed by sync.py) adds background runs and review.
 export ENABLE_OLLAMA_API=false
