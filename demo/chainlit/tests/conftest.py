@@ -6,8 +6,9 @@
   the tests at a server or gateway that is already running instead, e.g. LiteLLM.
 - `chainlit`: the Chainlit app started by its own launcher (`demo/chainlit/run.sh`, which also
   builds its environment) on a fresh PostgreSQL database that is dropped at the end.
-- `browser`: Debian's Chromium driven by Playwright, headless; `new_page` gives a context whose
-  requests to anything but loopback are aborted (the page asks for CDN fonts and KaTeX css).
+- `chromium_browser`: Debian's Chromium driven by Playwright, headless; `new_page` gives a
+  context whose requests to anything but loopback are aborted (the page asks for CDN fonts and
+  KaTeX css).
 """
 
 from __future__ import annotations
@@ -245,7 +246,8 @@ def chainlit(lgos_url: str, logs_dir: Path) -> Iterator[ChainlitApp]:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
+def chromium_browser() -> Iterator[object]:
+    """Our own launch (pytest-playwright's `browser` would look for its downloaded build)."""
     if playwright_api is None:
         pytest.skip("playwright is not installed (uv run --with playwright ...)")
     if not Path(CHROMIUM).exists():
@@ -257,11 +259,11 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def new_page(browser: object) -> Iterator[Callable[[], object]]:
+def new_page(chromium_browser: object) -> Iterator[Callable[[], object]]:
     contexts = []
 
     def make() -> object:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
         context.route(OFF_MACHINE, lambda route: route.abort())
         context.set_default_timeout(30_000)
         contexts.append(context)
