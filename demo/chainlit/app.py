@@ -335,10 +335,13 @@ async def run_background(
     kwargs: dict[str, Any], on_accepted: Callable[[], Awaitable[None]] | None
 ) -> tuple[dict[str, Any], bool]:
     """Queue a background Response and poll it, keeping its state visible."""
+    # A retried create (the SDK retries on network errors) must not start a second run. The
+    # key goes as a header (LGOS) and in the body's `extra_headers` (what LiteLLM forwards).
+    key = str(uuid.uuid4())
     created = await client.responses.create(
         background=True,
-        # A retried create (the SDK retries on network errors) must not start a second run.
-        extra_headers={"Idempotency-Key": str(uuid.uuid4())},
+        extra_headers={"Idempotency-Key": key},
+        extra_body={"extra_headers": {"Idempotency-Key": key}},
         **kwargs,
     )
     if on_accepted:
