@@ -114,7 +114,8 @@ serve = click.Command(
     "serve",
     callback=_serve,
     params=_serve_params(),
-    help="Serve a graph registry as an OpenAI-compatible API. Takes every Uvicorn option.",
+    help="Serve a graph registry (MODULE:FACTORY, or LGOS_REGISTRY) as an OpenAI-compatible "
+    "API. Takes every Uvicorn option, as a flag or a UVICORN_* variable.",
     context_settings={"auto_envvar_prefix": "UVICORN"},
 )
 

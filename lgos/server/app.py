@@ -150,6 +150,7 @@ def create_app(
             finally:
                 if sweeper is not None:
                     sweeper.cancel()
+                    await asyncio.gather(sweeper, return_exceptions=True)
 
     app = FastAPI(title="LGOS", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     if settings.CORS_ORIGINS:
