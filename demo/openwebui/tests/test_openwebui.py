@@ -10,7 +10,7 @@ import re
 import time
 from typing import Any
 
-from conftest import http_json, screenshot
+from owui_support import http_json, screenshot
 from playwright.sync_api import Page, expect
 
 TOPIC = "Quarterly risks"

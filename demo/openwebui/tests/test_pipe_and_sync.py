@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from conftest import OPENWEBUI_DIR, http_json
+from owui_support import OPENWEBUI_DIR, http_json
 
 
 def load(name: str) -> ModuleType:
