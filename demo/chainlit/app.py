@@ -163,17 +163,21 @@ def widget(spec: ui.SettingSpec, value: Any) -> InputWidget:
 
 
 async def setup_chat(restored: dict[str, Any] | None = None) -> None:
-    """Render the settings panel for the selected model (fresh chat or resumed thread)."""
+    """Render the settings panel for the selected model (fresh chat or resumed thread).
+
+    `restored` holds the settings of a resumed thread; a fresh chat also gets a note when the
+    model has no LGOS metadata.
+    """
     model, client_settings = await current_model()
     specs = ui.setting_specs(client_settings) if model.has_lgos else []
     cl.user_session.set(MODEL, model)
     cl.user_session.set(SPECS, specs)
-    restored = restored or {}
+    values = restored or {}
     widgets: list[InputWidget] = [
         Switch(
             id=ui.STREAM_SWITCH,
             label="Stream response",
-            initial=bool(restored.get(ui.STREAM_SWITCH, True)),
+            initial=bool(values.get(ui.STREAM_SWITCH, True)),
         )
     ]
     if model.supports_background:
@@ -182,15 +186,15 @@ async def setup_chat(restored: dict[str, Any] | None = None) -> None:
             Switch(
                 id=ui.BACKGROUND_SWITCH,
                 label="Run in background",
-                initial=bool(restored.get(ui.BACKGROUND_SWITCH, False)),
+                initial=bool(values.get(ui.BACKGROUND_SWITCH, False)),
                 description="Queue the run and poll it; Stop cancels it.",
             )
         )
     for spec in specs:
-        value = ui.coerce(spec, restored.get(spec.key, spec.default))
+        value = ui.coerce(spec, values.get(spec.key, spec.default))
         widgets.append(widget(spec, value))
     await cl.ChatSettings(widgets).send()
-    if not model.has_lgos:
+    if not model.has_lgos and restored is None:
         await cl.Message(content=ui.profile_description(model)).send()
 
 
