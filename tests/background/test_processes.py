@@ -13,10 +13,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import openai
+import psycopg
 import pytest
 from dbos import DBOSClient
 
 from lgos.integrations.dbos import DBOSBackgroundBackend, _sqlalchemy_url
+from lgos.run.interrupts import checkpoint_thread_id
 from lgos.wire import ids
 from tests.background.conftest import Deployment, is_message
 from tests.background.test_conformance import NO_DELAY, finished, step_seen, topic
@@ -57,6 +59,10 @@ async def test_killed_worker_run_completes_without_redoing_finished_steps(dbos: 
         model="gated-steps", input=name, background=True
     )
     victim_pid = await step_seen(dbos, name, "step_2", "started")
+    run_id = ids.parse_run_response_id(accepted.id).run_id  # type: ignore[union-attr]
+    # step_1 is committed to a checkpoint before step_2 starts, though the graph declares no
+    # interrupts: that is what the next worker continues from.
+    assert await checkpoint_rows(dbos, "gated-steps", run_id) > 0
     victim = dbos.worker_with_pid(victim_pid)
     victim.process.send_signal(signal.SIGKILL)
     victim.process.wait()
@@ -76,6 +82,21 @@ async def test_killed_worker_run_completes_without_redoing_finished_steps(dbos: 
     assert events.count(("step_3", "finished")) == 1
     rescuer = {pid for step, event, pid in steps if (step, event) == ("step_2", "finished")}
     assert victim_pid not in rescuer
+    # The checkpoint that carried the run across workers is gone once it finished.
+    assert await checkpoint_rows(dbos, "gated-steps", run_id) == 0
+
+
+async def checkpoint_rows(dbos: Deployment, model: str, run_id: str) -> int:
+    thread_id = checkpoint_thread_id("default", model, run_id)
+    async with await psycopg.AsyncConnection.connect(dbos.uri, autocommit=True) as conn:
+        cursor = await conn.execute(
+            "SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = %s)"
+            " + (SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s)",
+            (thread_id, thread_id),
+        )
+        row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 async def test_restarted_worker_takes_runs_again(dbos: Deployment) -> None:
