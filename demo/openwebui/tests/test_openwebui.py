@@ -33,6 +33,11 @@ def last_answer(page: Page) -> Any:
     return page.locator("#messages-container #response-content-container").last
 
 
+def expect_finished(page: Page) -> None:
+    """Open WebUI turns the Stop button back into the send/voice button when a reply ends."""
+    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+
+
 def status_line(page: Page) -> Any:
     """The status line under the model name of the (last) answer."""
     return page.get_by_role("button", name="Toggle status history").last
@@ -46,6 +51,7 @@ def test_simple_graph_streams_answer(page: Page, openwebui_url: str, user_valves
     # The graph echoes the question in its answer, streamed through the Pipe.
     expect(last_answer(page)).to_contain_text("Hello from the browser")
     expect(status_line(page)).to_have_text("Done")
+    expect_finished(page)
     screenshot(page, "simple-graph")
 
 
@@ -70,6 +76,7 @@ def test_settings_from_valves_reach_the_graph(
     # simple-graph words its answer by audience: "In precise terms" is the expert tone.
     expect(last_answer(page)).to_contain_text("In precise terms")
     expect(last_answer(page)).to_contain_text("What is a graph?")
+    expect_finished(page)
     screenshot(page, "settings")
 
 
@@ -78,6 +85,7 @@ def test_plain_openai_connection_still_works(page: Page, openwebui_url: str) -> 
     open_chat(page, openwebui_url, "simple-graph")
     send(page, "Hello over the plain connection")
     expect(last_answer(page)).to_contain_text("Hello over the plain connection")
+    expect_finished(page)
     screenshot(page, "plain-connection")
 
 
@@ -96,6 +104,7 @@ def test_background_review_approved(page: Page, openwebui_url: str, user_valves:
     expect(messages).to_contain_text("Your answer: approve")
     expect(messages).to_contain_text(f"Background report for: {TOPIC}")
     expect(status_line(page)).to_have_text("Done")
+    expect_finished(page)
     screenshot(page, "review-approved")
 
 
@@ -112,6 +121,7 @@ def test_background_review_rejected(page: Page, openwebui_url: str, user_valves:
     expect(messages).to_contain_text("Your answer: reject")
     expect(last_answer(page)).to_contain_text(re.compile("rejected", re.IGNORECASE))
     expect(messages).not_to_contain_text(f"Background report for: {TOPIC}")
+    expect_finished(page)
     screenshot(page, "review-rejected")
 
 
@@ -132,6 +142,7 @@ def test_stop_cancels_background_run(
 
     page.get_by_role("button", name="Stop").click()
     expect(status_line(page)).to_have_text("Cancelled")
+    expect_finished(page)
     screenshot(page, "stopped")
 
     # Stop cancels Open WebUI's task; the Pipe then cancels the Response on the server.
@@ -161,6 +172,7 @@ def test_review_with_feedback_uses_input_dialog(
 
     expect(last_answer(page)).to_contain_text("your feedback was noted: Please add the order date")
     expect(status_line(page)).to_have_text("Done")
+    expect_finished(page)
 
 
 def test_review_through_the_litellm_gateway(
@@ -178,4 +190,5 @@ def test_review_through_the_litellm_gateway(
 
     expect(last_answer(page)).to_contain_text(f"Background report for: {TOPIC}")
     expect(status_line(page)).to_have_text("Done")
+    expect_finished(page)
     screenshot(page, "gateway-review-approved")
