@@ -235,6 +235,15 @@ def _uuid(run_id: str) -> str:
     return str(uuid.UUID(hex=run_id))
 
 
+def connect() -> Hatchet:
+    """The SDK's client from HATCHET_CLIENT_* (and .env files); a bad setup is a clear error."""
+    try:
+        return Hatchet()
+    except ValidationError as error:
+        first = error.errors()[0].get("msg", str(error))
+        raise ConfigurationError(f"LGOS_BACKGROUND=hatchet: {first}") from None
+
+
 def parse_engine_version(version: str | None) -> tuple[int, int, int] | None:
     if not version:
         return None
@@ -270,7 +279,7 @@ async def open_hatchet_client(
     settings: Any, registry: GraphRegistry
 ) -> AsyncIterator[HatchetBackgroundBackend]:
     """The API side. Reads HATCHET_CLIENT_* from the environment, like the SDK."""
-    hatchet = Hatchet()
+    hatchet = connect()
     version = await check_engine_version(hatchet)
     logger.info("background.hatchet.connected", extra={"engine_version": version})
     yield HatchetBackgroundBackend(create_hatchet_task(hatchet), hatchet.runs)
@@ -281,7 +290,7 @@ def run_hatchet_worker(factory: Any, settings: Any, worker_settings: Any) -> Non
     from lgos.server.app import open_registry
     from lgos.server.resources import open_resources
 
-    hatchet = Hatchet()
+    hatchet = connect()
     asyncio.run(check_engine_version(hatchet))
     task = create_hatchet_task(hatchet)
 

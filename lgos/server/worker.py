@@ -69,6 +69,9 @@ def run_worker(registry_path: str, settings: ServerSettings) -> None:
         return
     if settings.BACKGROUND != "dbos":
         raise ConfigurationError("lgos worker needs LGOS_BACKGROUND=dbos or hatchet")
+    if not settings.POSTGRES_URI:
+        # Checked before the registry factory runs: DBOS keeps its queue in that database.
+        raise ConfigurationError("LGOS_BACKGROUND=dbos needs LGOS_POSTGRES_URI")
     asyncio.run(_run_dbos(factory, worker_resources_settings(settings), worker_settings))
 
 
