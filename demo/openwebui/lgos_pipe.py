@@ -293,9 +293,11 @@ class _Turn:
                     "input": outputs,
                 }
         except LgosError as exc:
+            log.warning("LGOS request for %s failed: %s", self.model, exc)
             await self.status("Failed", done=True)
             yield f"\n\n**LGOS error:** {exc}"
         except httpx.HTTPError as exc:
+            log.warning("LGOS at %s unreachable: %r", self.valves.base_url, exc)
             await self.status("Failed", done=True)
             yield f"\n\n**Could not reach LGOS at {self.valves.base_url}:** {exc}"
         except BaseException:
