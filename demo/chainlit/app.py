@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -44,9 +45,15 @@ client = AsyncOpenAI(base_url=BASE_URL, api_key=API_KEY)
 HISTORY = "lgos_history"
 PENDING = "lgos_pending_review"
 ACTIVE = "lgos_active_run"  # in memory only: the Response that Stop should cancel
+POLLED = "lgos_polled_run"  # persisted: the background Response being polled, for a resume
 SPECS = "lgos_setting_specs"
 MODEL = "lgos_model"
 REVIEW_ACTION = "lgos_review"
+
+# Response id -> the task polling it in this process. A reload starts a new session that takes
+# the polling over; the old session's task (its page is gone) is cancelled, so the result is
+# shown and stored once.
+pollers: dict[str, asyncio.Task[Any]] = {}
 
 
 # ---------------------------------------------------------------- persistence layer
@@ -353,17 +360,56 @@ async def run_background(
     response = created.model_dump()
     status = cl.Message(content=ui.status_line(response["status"], 0))
     await status.send()
-    cl.user_session.set(ACTIVE, {"response_id": response["id"], "status_message_id": status.id})
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    while response["status"] not in ui.TERMINAL_STATUSES:
-        status.content = ui.status_line(response["status"], loop.time() - started)
-        await status.update()
-        await asyncio.sleep(POLL_SECONDS)  # polling interval, not coordination
-        response = (await client.responses.retrieve(response["id"])).model_dump()
-    status.content = ui.status_line(response["status"], loop.time() - started)
-    await status.update()
-    return response, False
+    return await poll_until_terminal(response, status), False
+
+
+async def poll_until_terminal(response: dict[str, Any], status: cl.Message) -> dict[str, Any]:
+    """Poll a background Response, showing its state in `status`, until it is terminal."""
+    response_id = response["id"]
+    cl.user_session.set(ACTIVE, {"response_id": response_id, "status_message_id": status.id})
+    await persist(POLLED, {"response_id": response_id, "status_message_id": status.id})
+    task = asyncio.current_task()
+    if task is not None:
+        pollers[response_id] = task
+    try:
+        while True:
+            elapsed = time.time() - (response.get("created_at") or time.time())
+            status.content = ui.status_line(response["status"], elapsed)
+            await status.update()
+            if response["status"] in ui.TERMINAL_STATUSES:
+                break
+            await asyncio.sleep(POLL_SECONDS)  # polling interval, not coordination
+            response = (await client.responses.retrieve(response_id)).model_dump()
+    finally:
+        if pollers.get(response_id) is task:
+            del pollers[response_id]
+    await persist(POLLED, None)
+    return response
+
+
+async def resume_polling(record: dict[str, Any]) -> None:
+    """Take over polling a background run after a reload or a restart, as a stoppable task."""
+    response_id = record["response_id"]
+    previous = pollers.get(response_id)
+    if previous is not None and not previous.done():
+        previous.cancel()
+
+    async def poll() -> None:
+        await cl.context.emitter.task_start()
+        try:
+            response = (await client.responses.retrieve(response_id)).model_dump()
+            status = cl.Message(id=record["status_message_id"], content="")
+            response = await poll_until_terminal(response, status)
+            cl.user_session.set(ACTIVE, None)
+            await finish(response, False)
+        except APIStatusError as exc:
+            # E.g. an in-memory LGOS restarted and forgot the run: nothing left to wait for.
+            await persist(POLLED, None)
+            await show_api_error(exc)
+        finally:
+            await cl.context.emitter.task_end()
+
+    cl.context.session.current_task = asyncio.create_task(poll())
 
 
 class Progress:
@@ -561,6 +607,7 @@ async def on_stop() -> None:
     cl.user_session.set(ACTIVE, None)
     if not active:
         return
+    await persist(POLLED, None)
     try:
         response = await client.responses.cancel(active["response_id"])
         status = response.status
@@ -584,6 +631,14 @@ async def on_chat_resume(thread: dict[str, Any]) -> None:
     await setup_chat(restored=metadata.get("chat_settings") or {})
     record = metadata.get(PENDING)
     cl.user_session.set(PENDING, record)
-    cl.logger.info("resumed thread %s, pending review: %s", thread["id"], bool(record))
+    polled = metadata.get(POLLED)
+    cl.logger.info(
+        "resumed thread %s, pending review: %s, polled run: %s",
+        thread["id"],
+        bool(record),
+        bool(polled),
+    )
     if record:
         await restore_review(record)
+    if polled:
+        await resume_polling(polled)

@@ -280,4 +280,4 @@ def status_line(status: str, elapsed: float) -> str:
     label = labels.get(status, status)
     if status in TERMINAL_STATUSES:
         return f"Background run: **{label}**"
-    return f"Background run: **{label}** ({int(elapsed)} s)"
+    return f"Background run: **{label}** ({max(0, int(elapsed))} s)"

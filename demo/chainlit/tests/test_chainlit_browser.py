@@ -44,7 +44,7 @@ class Chat:
         self,
         *,
         background: bool | None = None,
-        slider: str | None = None,
+        slider: str | int | None = None,
         select: dict[str, str] | None = None,
     ) -> None:
         """Open the settings panel; flip "Run in background"; move the slider to an end."""
@@ -61,11 +61,19 @@ class Chat:
                 switch.click()
             expect(switch).to_have_attribute("aria-checked", "true" if background else "false")
         if slider is not None:
+            # Keyboard, as a person could: Home/End for the ends, Home then arrows for a value.
             thumb = dialog.get_by_role("slider")
             thumb.focus()
-            thumb.press("Home" if slider == "min" else "End")
-            expected = thumb.get_attribute("aria-valuemin" if slider == "min" else "aria-valuemax")
-            expect(thumb).to_have_attribute("aria-valuenow", expected or "")
+            if isinstance(slider, int):
+                thumb.press("Home")
+                for _ in range(slider):
+                    thumb.press("ArrowRight")
+                expected = str(slider)
+            else:
+                thumb.press("Home" if slider == "min" else "End")
+                bound = "aria-valuemin" if slider == "min" else "aria-valuemax"
+                expected = thumb.get_attribute(bound) or ""
+            expect(thumb).to_have_attribute("aria-valuenow", expected)
         dialog.locator("#confirm").click()
         expect(dialog).to_be_hidden()
 
@@ -184,6 +192,20 @@ def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path) -> None
     expect(chat.page.get_by_text(re.compile(r"Background run: Cancelled"))).to_be_visible()
     expect(chat.page.get_by_text(re.compile(r"Background report for"))).to_have_count(0)
     chat.shot(screenshot_dir, "stop-background")
+
+
+def test_background_result_arrives_after_a_reload(chat: Chat, screenshot_dir: Path) -> None:
+    """Start background work, leave (reload), come back: the page picks the polling up."""
+    chat.pick_model("background-mock")
+    chat.change_settings(background=True, slider=12)  # delay_seconds = 12
+    chat.send("Nightly numbers")
+    expect(chat.page.get_by_text(re.compile(r"Background run: In progress"))).to_be_visible()
+    chat.page.reload()
+    # The old page is gone; only the resumed session can bring the result to this one.
+    expect(chat.page.get_by_text("Nightly numbers", exact=True).first).to_be_visible()
+    expect(chat.page.get_by_text("Background report for: Nightly numbers")).to_be_visible()
+    expect(chat.page.get_by_text(re.compile(r"Background run: Completed"))).to_have_count(1)
+    chat.shot(screenshot_dir, "background-after-reload")
 
 
 def test_review_survives_reload_and_restart(
