@@ -1,7 +1,8 @@
 """Real deployments for the background tests: `lgos serve` and `lgos worker` processes on one
 throwaway PostgreSQL database, serving `tests.background.registry`.
 
-Each engine's deployment starts once per session and is shared by the tests that use it.
+Each engine's deployment starts once for this package and is shared by the tests that use it;
+it stops when the package's last test ends, so its processes and connections do not outlive it.
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ class Deployment:
             return [(str(row[0]), str(row[1]), int(row[2])) for row in await cursor.fetchall()]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def bg_database() -> Iterator[str]:
     name, uri = create_database()
     try:
@@ -178,17 +179,17 @@ def _deployment(engine: str, uri: str, apis: int, workers: int) -> Iterator[Depl
         deployment.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def memory_deployment(bg_database: str) -> Iterator[Deployment]:
     yield from _deployment("memory", bg_database, apis=1, workers=0)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def dbos_deployment(bg_database: str) -> Iterator[Deployment]:
     yield from _deployment("dbos", bg_database, apis=2, workers=2)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def hatchet_deployment(bg_database: str) -> Iterator[Deployment]:
     if not os.environ.get("HATCHET_CLIENT_TOKEN"):
         pytest.skip("Hatchet live suite: HATCHET_CLIENT_TOKEN is not set (no engine runs here)")
