@@ -29,7 +29,7 @@ from owui_support import (
     stop,
     wait_for,
 )
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, expect
 
 # Generous: the machine may be busy (2 cores), and Open WebUI renders after its socket connects.
 expect.set_options(timeout=60_000)
@@ -155,18 +155,23 @@ def user_valves(openwebui_url: str, admin_token: str) -> Any:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        yield browser
-        browser.close()
+def owui_browser(playwright: Playwright) -> Iterator[Browser]:
+    """Debian's Chromium, launched from pytest-playwright's session-wide `playwright`.
+
+    One Playwright per test session: a second `sync_playwright()` next to another test
+    folder's would fail ("using Playwright Sync API inside the asyncio loop").
+    """
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+    )
+    yield browser
+    browser.close()
 
 
 @pytest.fixture
-def page(browser: Browser, admin_token: str) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+def page(owui_browser: Browser, admin_token: str) -> Iterator[Page]:
+    """A fresh browser context per test (this folder's own, in place of pytest-playwright's)."""
+    context = owui_browser.new_context(viewport={"width": 1280, "height": 800})
     # The UI asks CDNs for fonts and the like; fail those at once instead of waiting.
     context.route(OFF_MACHINE, lambda route: route.abort())
     page = context.new_page()
