@@ -334,7 +334,7 @@ async def run_streamed(
     if answer is not None:
         # The final object holds the whole answer and its citations.
         answer.content = rendered.answer or answer.content
-        sources = ui.sources_markdown(rendered.citations)
+        sources = ui.sources_markdown(rendered.citations, rendered.answer)
         if sources:
             answer.content += "\n\n" + sources
         await answer.send()
@@ -448,7 +448,7 @@ async def finish(response: dict[str, Any], shown: bool) -> None:
             await progress.add(note)
         await progress.close()
         content = rendered.answer
-        sources = ui.sources_markdown(rendered.citations)
+        sources = ui.sources_markdown(rendered.citations, rendered.answer)
         if sources:
             content = (content + "\n\n" + sources).strip()
         if content:

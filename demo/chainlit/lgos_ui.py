@@ -204,8 +204,9 @@ def split_output(output: list[dict[str, Any]]) -> RenderedOutput:
     return result
 
 
-def sources_markdown(citations: list[Citation]) -> str:
-    if not citations:
+def sources_markdown(citations: list[Citation], answer: str = "") -> str:
+    """A numbered list of the cited pages, unless the answer already links every one of them."""
+    if not citations or all(c.url in answer for c in citations):
         return ""
     lines = [f"{i}. [{c.title}]({c.url})" for i, c in enumerate(citations, 1)]
     return "**Sources**\n" + "\n".join(lines)

@@ -182,6 +182,20 @@ def test_background_review(
     chat.shot(screenshot_dir, f"background-review-{choice.lower()}")
 
 
+def test_deep_research_plan_review_then_cited_report(chat: Chat, screenshot_dir: Path) -> None:
+    chat.pick_model("deep-research")
+    chat.send("Solar storage")  # foreground and streamed: the switch is off by default
+    expect(chat.page.get_by_text("Approve this research plan", exact=False)).to_be_visible()
+    expect(chat.page.get_by_text("Risks for 'Solar storage'", exact=False)).to_be_visible()
+    chat.answer_review("Approve")
+    expect(chat.page.get_by_role("heading", name="Research report: Solar storage")).to_be_visible()
+    # The citations are links to the documents the report read.
+    expect(chat.page.get_by_role("link", name="How the Aveline sea kites work")).to_have_attribute(
+        "href", re.compile(r"^https://aveline-tidal\.example/")
+    )
+    chat.shot(screenshot_dir, "deep-research")
+
+
 def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path) -> None:
     chat.pick_model("background-mock")
     chat.change_settings(background=True, slider="max")  # delay_seconds = 300

@@ -91,6 +91,9 @@ def test_output_splits_commentary_answer_citations_and_reviews() -> None:
     assert [c.url for c in rendered.citations] == ["https://example.org/a"]
     assert [r["call_id"] for r in rendered.reviews] == ["call_1"]
     assert ui.sources_markdown(rendered.citations) == "**Sources**\n1. [A](https://example.org/a)"
+    # A report that already lists its sources (deep-research) gets no second list.
+    linked = "See [A](https://example.org/a)."
+    assert ui.sources_markdown(rendered.citations, linked) == ""
 
 
 def test_review_with_fixed_choices_offers_buttons_only() -> None:
