@@ -62,7 +62,7 @@ MODES = {
         warmup=200,
     ),
     "quick": Counts(
-        passes=3, c1=80, c32=300, streams=4, sleep=300, rss_early=1000, rss_late=2000, warmup=30
+        passes=3, c1=80, c32=250, streams=3, sleep=300, rss_early=1000, rss_late=1500, warmup=20
     ),
     "smoke": Counts(
         passes=1, c1=5, c32=40, streams=1, sleep=100, rss_early=100, rss_late=200, warmup=5

@@ -54,7 +54,6 @@ async def _answer(graph: Any, text: str) -> str:
     return output["messages"][-1].text
 
 
-@app.post("/v1/chat/completions")
 async def chat(request: Request) -> Any:
     body = json.loads(await request.body())
     model = body["model"]
@@ -102,7 +101,6 @@ async def chat(request: Request) -> Any:
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
-@app.post("/v1/responses")
 async def responses(request: Request) -> Any:
     body = json.loads(await request.body())
     model = body["model"]
@@ -155,3 +153,9 @@ async def responses(request: Request) -> Any:
         yield event("response.completed", response=done)
 
     return StreamingResponse(events(), media_type="text/event-stream")
+
+
+# Plain Starlette routes: FastAPI's own route class adds dependency and response-model handling
+# per request, which a floor should not pay.
+app.add_route("/v1/chat/completions", chat, methods=["POST"])
+app.add_route("/v1/responses", responses, methods=["POST"])
