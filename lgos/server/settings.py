@@ -27,7 +27,7 @@ class ServerSettings(BaseSettings):
     REGISTRY: str | None = Field(default=None, description="module:attribute of the factory")
     CORS_ORIGINS: list[str] = Field(default_factory=list)
     POSTGRES_URI: str | None = None
-    POSTGRES_POOL_SIZE: int = Field(default=5, ge=2)
+    POSTGRES_POOL_SIZE: int = Field(default=10, ge=2)
     INTERRUPT_TTL_MINUTES: int = Field(default=43200, ge=1)
     INTERRUPT_SWEEP_INTERVAL_MINUTES: float = Field(default=5, ge=0)
     BACKGROUND: Literal["none", "memory", "dbos", "hatchet"] = "memory"
