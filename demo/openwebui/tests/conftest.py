@@ -23,6 +23,7 @@ from owui_support import (
     OFF_MACHINE,
     OPENWEBUI_DIR,
     REPO,
+    Gateway,
     free_port,
     http_json,
     start,
@@ -91,9 +92,9 @@ def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 @pytest.fixture(scope="session")
-def gateway_function(
+def gateway(
     lgos_url: str, openwebui_url: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
+) -> Iterator[Gateway]:
     """A second Pipe, ``lgos_gateway``, reaching LGOS through a real LiteLLM proxy.
 
     LiteLLM comes from its own environment (demo/litellm, set up by its idempotent script) and
@@ -117,7 +118,7 @@ def gateway_function(
         sync = [sys.executable, str(OPENWEBUI_DIR / "sync.py"), "--url", openwebui_url]
         options = ["--lgos-url", gateway, "--lgos-key", key, "--function-id", "lgos_gateway"]
         subprocess.run([*sync, *options, "--poll-interval", "0.25"], check=True)
-        yield "lgos_gateway"
+        yield Gateway(function="lgos_gateway", url=gateway, key=key)
     finally:
         stop(process)
 

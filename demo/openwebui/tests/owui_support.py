@@ -15,6 +15,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,15 @@ CHROMIUM_ARGS = [
 ]
 OFF_MACHINE = re.compile(r"^https?://(?!127\.0\.0\.1|localhost)")
 START_DEADLINE = 240.0  # seconds; Open WebUI takes 15-30 s to start on 2 cores, more when busy
+
+
+@dataclass(frozen=True)
+class Gateway:
+    """The LiteLLM proxy of the session and the Pipe function that goes through it."""
+
+    function: str
+    url: str
+    key: str
 
 
 def free_port() -> int:

@@ -10,7 +10,7 @@ import re
 import time
 from typing import Any
 
-from owui_support import http_json, screenshot
+from owui_support import Gateway, http_json, screenshot
 from playwright.sync_api import Page, expect
 
 TOPIC = "Quarterly risks"
@@ -36,6 +36,27 @@ def last_answer(page: Page) -> Any:
 def expect_finished(page: Page) -> None:
     """Open WebUI turns the Stop button back into the send/voice button when a reply ends."""
     expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+
+
+def background_response_id(page: Page) -> str:
+    """The id of the running background Response, read from the message's status history."""
+    expect(status_line(page)).to_contain_text("in the background")
+    status_line(page).click()  # unfolds the history, whose first line names the Response
+    started = page.get_by_text(re.compile(r"Started background run \S+")).first
+    expect(started).to_be_visible()
+    return started.inner_text().split()[-1]
+
+
+def assert_cancelled(url: str, key: str | None = None) -> None:
+    """The server reports the Response cancelled (the Pipe's cancel may land a moment later)."""
+    deadline = time.monotonic() + 30
+    status = None
+    while time.monotonic() < deadline:
+        status = http_json("GET", url, token=key)["status"]
+        if status == "cancelled":
+            break
+        time.sleep(0.2)
+    assert status == "cancelled"
 
 
 def status_line(page: Page) -> Any:
@@ -133,27 +154,13 @@ def test_stop_cancels_background_run(
     open_chat(page, openwebui_url, "lgos.background-mock")
     send(page, "A long report")
 
-    expect(status_line(page)).to_contain_text("in the background")
-    # The status history names the background Response; the server is asked about it below.
-    status_line(page).click()
-    started = page.get_by_text(re.compile(r"Started background run \S+")).first
-    expect(started).to_be_visible()
-    response_id = started.inner_text().split()[-1]
-
+    response_id = background_response_id(page)
     page.get_by_role("button", name="Stop").click()
     expect(status_line(page)).to_have_text("Cancelled")
     expect_finished(page)
     screenshot(page, "stopped")
-
     # Stop cancels Open WebUI's task; the Pipe then cancels the Response on the server.
-    deadline = time.monotonic() + 30
-    status = None
-    while time.monotonic() < deadline:
-        status = http_json("GET", f"{lgos_url}/responses/{response_id}")["status"]
-        if status == "cancelled":
-            break
-        time.sleep(0.2)
-    assert status == "cancelled"
+    assert_cancelled(f"{lgos_url}/responses/{response_id}")
 
 
 def test_review_with_feedback_uses_input_dialog(
@@ -176,12 +183,12 @@ def test_review_with_feedback_uses_input_dialog(
 
 
 def test_review_through_the_litellm_gateway(
-    page: Page, openwebui_url: str, gateway_function: str, user_valves: Any
+    page: Page, openwebui_url: str, gateway: Gateway, user_valves: Any
 ) -> None:
     # Same flow as above, with the Pipe's base URL and key pointing at LiteLLM: the gateway
     # passes background creates, polls and the review answer through to LGOS.
-    user_valves(gateway_function, run_in_background=True, delay_seconds=0)
-    open_chat(page, openwebui_url, f"{gateway_function}.background-interrupt")
+    user_valves(gateway.function, run_in_background=True, delay_seconds=0)
+    open_chat(page, openwebui_url, f"{gateway.function}.background-interrupt")
     send(page, TOPIC)
 
     dialog = page.get_by_role("dialog")
@@ -192,3 +199,18 @@ def test_review_through_the_litellm_gateway(
     expect(status_line(page)).to_have_text("Done")
     expect_finished(page)
     screenshot(page, "gateway-review-approved")
+
+
+def test_stop_through_the_litellm_gateway(
+    page: Page, openwebui_url: str, gateway: Gateway, user_valves: Any
+) -> None:
+    user_valves(gateway.function, run_in_background=True, delay_seconds=300)
+    open_chat(page, openwebui_url, f"{gateway.function}.background-mock")
+    send(page, "A long report through the gateway")
+
+    response_id = background_response_id(page)
+    page.get_by_role("button", name="Stop").click()
+    expect(status_line(page)).to_have_text("Cancelled")
+    expect_finished(page)
+    # The id is LiteLLM's (it encodes the LGOS one); ask the gateway, as a client would.
+    assert_cancelled(f"{gateway.url}/responses/{response_id}", gateway.key)
