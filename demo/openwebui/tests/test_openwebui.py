@@ -182,6 +182,27 @@ def test_review_with_feedback_uses_input_dialog(
     expect_finished(page)
 
 
+def test_deep_research_report_with_sources(
+    page: Page, openwebui_url: str, user_valves: Any
+) -> None:
+    # The research plan is reviewed in a text box (it takes edits too); the report's
+    # url_citation annotations become Open WebUI sources under the answer.
+    user_valves(run_in_background=True, depth="quick")
+    open_chat(page, openwebui_url, "lgos.deep-research")
+    send(page, "Sea kites")
+
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Approve this research plan")
+    dialog.get_by_role("textbox").fill("approve")
+    dialog.get_by_role("button", name="Confirm").click()
+
+    expect(last_answer(page)).to_contain_text("Research report: Sea kites")
+    expect(page.get_by_text(re.compile(r"^\d+ Sources?$"))).to_be_visible()
+    expect(status_line(page)).to_have_text("Done")
+    expect_finished(page)
+    screenshot(page, "deep-research")
+
+
 def test_review_through_the_litellm_gateway(
     page: Page, openwebui_url: str, gateway: Gateway, user_valves: Any
 ) -> None:
