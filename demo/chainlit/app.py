@@ -409,7 +409,10 @@ async def resume_polling(record: dict[str, Any]) -> None:
         finally:
             await cl.context.emitter.task_end()
 
-    cl.context.session.current_task = asyncio.create_task(poll())
+    task = asyncio.create_task(poll())
+    # Claimed at once: a second resume right behind this one must find and replace it.
+    pollers[response_id] = task
+    cl.context.session.current_task = task
 
 
 class Progress:
