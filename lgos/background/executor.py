@@ -7,6 +7,8 @@ import logging
 from typing import Any
 
 from langgraph.pregel import Pregel
+from opentelemetry import context as otel_context
+from opentelemetry import propagate
 
 from lgos import context
 from lgos.background.protocol import BackgroundJob, RunStatus
@@ -98,7 +100,11 @@ async def execute_background_job(
     last checkpoint when the graph has one (always, with `durable`), so finished nodes do
     not run again.
     """
-    token = context.bind(model=job.model, run_id=job.run_id, engine_run_id=engine_run_id)
+    token = context.bind(
+        request_id=job.request_id, model=job.model, run_id=job.run_id, engine_run_id=engine_run_id
+    )
+    # The workflow span continues the creating request's trace across the queue.
+    trace_token = otel_context.attach(propagate.extract(job.trace_context))
     try:
         if durable is not None:
             registry = durable.registry(registry)
@@ -115,6 +121,7 @@ async def execute_background_job(
             logger.exception("background.run_failed")
             return prepared.context.snapshot("failed", error=failure(SERVER_ERROR_MESSAGE))
     finally:
+        otel_context.detach(trace_token)
         context.reset(token)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -47,7 +48,11 @@ class InMemoryBackgroundBackend:
         self._runs[run_id] = run
         if job.idempotency_key is not None:
             self._by_key[job.idempotency_key] = run_id
-        self._tasks[run_id] = asyncio.create_task(self._execute(run_id, job))
+        # A fresh context, as in a worker process: the run must not inherit the creating
+        # request's log fields or trace; what it needs travels in the job.
+        self._tasks[run_id] = asyncio.create_task(
+            self._execute(run_id, job), context=contextvars.Context()
+        )
         return run
 
     async def get(self, run_id: str) -> BackgroundRun | None:

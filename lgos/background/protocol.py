@@ -33,6 +33,10 @@ class BackgroundJob(BaseModel):
     idempotency_key: str | None = None
     # SHA-256 of the canonical request body, to refuse a reused key with another body.
     request_digest: str = ""
+    # W3C trace context of the creating request, so the worker's workflow span joins its trace.
+    trace_context: dict[str, str] = Field(default_factory=dict)
+    # The creating request's id, carried onto the worker's log records.
+    request_id: str | None = None
 
     @property
     def model(self) -> str:

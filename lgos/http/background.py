@@ -6,6 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from opentelemetry import propagate
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -61,12 +62,16 @@ class BackgroundRoutes:
         run_id = prepared.plan.run_id or ids.new_hex()
         key = _idempotency_key(request, decoded)
         raw = decoded.body.model_dump(mode="json", exclude_unset=True, exclude={"extra_headers"})
+        trace_context: dict[str, str] = {}
+        propagate.inject(trace_context)
         job = BackgroundJob(
             request=raw,
             owner_scope=scope,
             run_id=run_id,
             idempotency_key=digest(scope, key) if key else None,
             request_digest=request_digest(raw),
+            trace_context=trace_context,
+            request_id=context.current().get("request_id"),
         )
         run = await self.backend.submit(job)
         if run.job.request_digest != job.request_digest or run.job.owner_scope != scope:

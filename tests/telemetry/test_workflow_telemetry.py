@@ -151,3 +151,17 @@ async def test_client_disconnect_during_stream_is_an_error(
     await asyncio.wait_for(steering.cancelled.wait(), 20)
     await eventually(otel.workflow_spans, "the workflow span")
     assert_failed(otel, "waiting", CANCELLED)
+
+
+async def test_a_background_run_continues_the_creating_request_trace(
+    client: AsyncOpenAI, otel: Telemetry, steering: Steering
+) -> None:
+    tracer = otel.tracer_provider.get_tracer("test-client")
+    with tracer.start_as_current_span("client request") as parent:
+        created = await client.responses.create(model="waiting", input="hello", background=True)
+    # The in-memory engine starts runs in a fresh context, like a worker process: only the
+    # trace context carried by the job can link the run to the request.
+    await asyncio.wait_for(steering.started.wait(), 20)
+    await client.responses.cancel(created.id)
+    span = (await eventually(otel.workflow_spans, "the workflow span"))[0]
+    assert span.context.trace_id == parent.get_span_context().trace_id
