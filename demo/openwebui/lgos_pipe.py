@@ -386,8 +386,9 @@ class _Turn:
 
     async def _sources_and_outcome(self, response: dict[str, Any]) -> AsyncIterator[str]:
         """Citations as Open WebUI sources; failures and cancellations as readable text."""
-        for item in response.get("output") or []:
-            for part in item.get("content") or [] if item.get("type") == "message" else []:
+        messages = [item for item in response.get("output") or [] if item.get("type") == "message"]
+        for item in messages:
+            for part in item.get("content") or []:
                 for note in part.get("annotations") or []:
                     if note.get("type") == "url_citation" and self._emit:
                         title = note.get("title") or note["url"]
