@@ -39,7 +39,7 @@ check: lint type-check docs
 
 # Build the documentation site strictly (warnings fail).
 docs *args:
-    uv run mkdocs build --strict {{ args }}
+    NO_MKDOCS_2_WARNING=1 uv run mkdocs build --strict {{ args }}
 
 # Benchmarks: LGOS against a bare graph and the reference product (`just bench --quick`).
 bench *args:
