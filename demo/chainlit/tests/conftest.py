@@ -26,6 +26,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -246,16 +247,18 @@ def chainlit(lgos_url: str, logs_dir: Path) -> Iterator[ChainlitApp]:
 
 
 @pytest.fixture(scope="session")
-def chromium_browser() -> Iterator[object]:
-    """Our own launch (pytest-playwright's `browser` would look for its downloaded build)."""
+def chromium_browser(playwright: Any) -> Iterator[object]:
+    """Our own launch (pytest-playwright's `browser` would look for its downloaded build), on
+    pytest-playwright's session-wide Playwright: one sync Playwright per test session."""
     if playwright_api is None:
         pytest.skip("playwright is not installed (uv run --with playwright ...)")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)")
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+    )
+    yield browser
+    browser.close()
 
 
 @pytest.fixture
