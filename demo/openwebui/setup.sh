@@ -12,16 +12,13 @@ if [[ -x "$venv/bin/open-webui" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]
     exit 0
 fi
 
-# A local wheel folder (OPENWEBUI_WHEELS, default /opt/wheels) may hold the CPU build of torch;
-# uv does not look there by itself. Without it, PyPI's (CUDA) torch build is used.
-wheels="${OPENWEBUI_WHEELS:-/opt/wheels}"
-extra=()
-if compgen -G "$wheels/torch-*.whl" >/dev/null; then
-    extra=(--find-links "$wheels")
-fi
-
 start=$SECONDS
-[[ -x "$venv/bin/python" ]] || uv venv --quiet --python 3.11 "$venv"
-uv pip install --python "$venv/bin/python" "${extra[@]}" -r "$here/requirements.txt"
+[[ -x "$venv/bin/python" ]] || uv venv --quiet --seed --python 3.11 "$venv"
+# Torch first, through the environment's own pip: pip honours the machine's pip configuration,
+# which may point at a local CPU build of torch (uv looks only at the index). Elsewhere this is
+# PyPI's default build.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "$(grep -E "^torch==" "$here/requirements.txt")"
+uv pip install --python "$venv/bin/python" -r "$here/requirements.txt"
 echo "$want" >"$stamp"
 echo "openwebui: environment ready in $((SECONDS - start)) s ($venv)"
