@@ -38,7 +38,8 @@ async def test_stream_with_usage_chunk_last(client: AsyncOpenAI) -> None:
         c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
     ]
     assert finishes == ["stop"]
-    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage is not None
     assert all(c.usage is None for c in chunks[:-1])
 
 

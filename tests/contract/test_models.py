@@ -12,7 +12,7 @@ pytestmark = pytest.mark.anyio
 async def test_listing_has_one_entry_per_graph_with_features(client: AsyncOpenAI) -> None:
     models = await client.models.list()
     by_id = {model.id: model for model in models.data}
-    assert "echo" in by_id and "approval" in by_id
+    assert {"echo", "approval"} <= set(by_id)
     approval = by_id["approval"].model_extra["lgos"]  # type: ignore[index]
     assert approval["features"] == ["interrupts"]
     assert approval["description"] == "Asks"

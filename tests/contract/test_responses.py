@@ -216,10 +216,13 @@ async def test_a_graph_failing_mid_stream_ends_with_error_then_failed(
 
 
 async def test_sdk_raises_on_a_failed_stream(client: AsyncOpenAI) -> None:
-    with pytest.raises(APIError):
+    async def consume() -> None:
         async with client.responses.stream(model="failing", input="hi") as stream:
             async for _event in stream:
                 pass
+
+    with pytest.raises(APIError):
+        await consume()
 
 
 async def test_a_graph_failing_without_stream_is_a_generic_500(http: httpx2.AsyncClient) -> None:

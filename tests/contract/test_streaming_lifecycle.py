@@ -41,15 +41,17 @@ async def test_idle_streams_get_keep_alive_comments() -> None:
     probe = Probe()
     app = FastAPI()
     LanggraphOpenaiServe(build_registry(probe), app, ping_interval=0.05).bind_openai_api()
-    async with serve_in_process(app) as url, httpx.AsyncClient(base_url=url) as http:
-        async with http.stream(
-            "POST", "/v1/responses", json={"model": "blocking", "input": "go", "stream": True}
-        ) as response:
-            lines = []
-            async for line in response.aiter_lines():
-                lines.append(line)
-                if line == ": ping":
-                    probe.release.set()  # the graph may finish only after a ping arrived
+    body = {"model": "blocking", "input": "go", "stream": True}
+    async with (
+        serve_in_process(app) as url,
+        httpx.AsyncClient(base_url=url) as http,
+        http.stream("POST", "/v1/responses", json=body) as response,
+    ):
+        lines = []
+        async for line in response.aiter_lines():
+            lines.append(line)
+            if line == ": ping":
+                probe.release.set()  # the graph may finish only after a ping arrived
     assert ": ping" in lines
     assert lines.index(": ping") < lines.index("event: response.completed")
 

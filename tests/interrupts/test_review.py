@@ -110,7 +110,7 @@ async def test_a_wrong_call_id_is_a_conflict_and_the_question_stays(client: Asyn
 
 
 async def test_answers_for_another_response_are_a_conflict(client: AsyncOpenAI) -> None:
-    first, first_call = await pause(client)
+    _, first_call = await pause(client)
     second, _ = await pause(client)
     with pytest.raises(ConflictError):
         await client.responses.create(
@@ -212,7 +212,7 @@ async def test_response_schema_is_published_and_enforced(client: AsyncOpenAI) ->
 
 
 async def test_answered_questions_replay_as_ordinary_history(client: AsyncOpenAI) -> None:
-    paused, call = await pause(client)
+    _, call = await pause(client)
     replay = await client.responses.create(
         model="echo",
         input=[

@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
-from langgraph.constants import TAG_NOSTREAM
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
@@ -280,7 +280,9 @@ def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
             "cited": GraphConfig(graph=cited_graph(), description="Cites"),
             "private-calls": GraphConfig(graph=private_calls_graph(), description="Plans quietly"),
             "subgraph": GraphConfig(
-                graph=subgraph_graph(), description="Streams from a subgraph", client_settings=EchoSettings
+                graph=subgraph_graph(),
+                description="Streams from a subgraph",
+                client_settings=EchoSettings,
             ),
             "metered": GraphConfig(graph=metered_graph(), description="Reports usage"),
             "approval": GraphConfig(
