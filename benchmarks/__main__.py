@@ -205,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
 
     seconds = time.time() - started
     meta = report.machine(mode, server_core, client_core, names, seconds, load_before)
+    meta["counts"] = (
+        f"{counts.passes} passes; per batch {counts.c1} requests at concurrency 1, {counts.c32} "
+        f"at 32, {counts.streams} streams, {counts.sleep} `sleep` requests at 100"
+    )
     text = report.markdown(results, meta)
     print(text)
     out.mkdir(parents=True, exist_ok=True)

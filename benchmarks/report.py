@@ -290,8 +290,38 @@ def markdown(results: Results, meta: dict[str, str]) -> str:
             lines.append(
                 f"| {scenario} | {name} | " + " | ".join(f"{r:.2f}" for r in ratios) + " |"
             )
-    lines += ["", "![Benchmark ratios](img/benchmarks.png)", ""]
+    lines += ["", "![Benchmark ratios](img/benchmarks.png)", "", *_method(meta)]
     return "\n".join(lines)
+
+
+def _method(meta: dict[str, str]) -> list[str]:
+    flags = " ".join(targets.UVICORN_FLAGS)
+    return [
+        "## Method",
+        "",
+        "- Graphs (`benchmarks/graphs.py`), served by every target: `echo` (one async node "
+        "answering the last user message), `stream-long` (a fake chat model streaming 1000 "
+        "small chunks through LangChain's callbacks, yielding to the event loop between chunks "
+        "as a model reading its socket would), `sleep` (one node awaiting 50 ms).",
+        "- **bare** (`benchmarks/bare.py`): a FastAPI app with two plain routes that decode only "
+        "model, stream and the last user text, call `ainvoke` or `astream(stream_mode="
+        '"messages")` and write minimal OpenAI-shaped JSON or SSE. The floor.',
+        "- **lgos**: `lgos serve benchmarks.graphs:create_registry`, in-memory defaults.",
+        f"- **reference**: `langgraph-openai-serve` {targets.REFERENCE_VERSION}'s own "
+        "`lgos serve benchmarks.graphs:create_reference_registry`, installed in its own "
+        "environment (`benchmarks/.venv-reference`, never a project dependency).",
+        f"- Each target is one Uvicorn process with the same flags (`{flags}`), pinned to one "
+        "core; the load client (aiohttp, keep-alive connections) runs in a separate process "
+        "pinned to the other core.",
+        f"- Counts ({meta['mode']} run): {meta['counts']}. Before the passes, each target "
+        "serves the memory phase and a warm-up. In every pass each scenario runs on every "
+        "target back to back (bare, lgos, reference), so each ratio compares batches measured "
+        "a few seconds apart.",
+        "- Wall-clock figures depend on the machine's other work: on a shared core a server "
+        "with more runnable threads (the reference runs work on a thread pool) gets a larger "
+        "share, so trust the CPU ratios first.",
+        "",
+    ]
 
 
 def plot(results: Results, path: Path) -> None:
