@@ -9,8 +9,16 @@ from typing import Any
 from lgos.errors import LgosError
 from lgos.registry import GraphRegistry
 from lgos.run.events import Finished, Interrupted, TextDelta
-from lgos.service.execution import PeekedEvents, graph_request, plan_run, run_events
+from lgos.service.execution import (
+    PeekedEvents,
+    graph_request,
+    plan_run,
+    run_events,
+    run_to_end,
+    start_stream,
+)
 from lgos.wire.chat import ChatEncoder, DecodedChatRequest
+from lgos.wire.sse import DONE
 
 logger = logging.getLogger("lgos.chat")
 
@@ -38,25 +46,15 @@ async def create(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str
 ) -> dict[str, Any]:
     encoder = ChatEncoder(decoded.body.model)
-    events = _events(registry, decoded, scope=scope, streaming=False)
-    try:
-        async for event in events:
-            if isinstance(event, Finished | Interrupted):
-                return encoder.completion(event)
-    finally:
-        await events.aclose()
-    raise RuntimeError("the run ended without a terminal event")
+    return encoder.completion(
+        await run_to_end(_events(registry, decoded, scope=scope, streaming=False))
+    )
 
 
 async def open_stream(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str, patience: float
 ) -> AsyncIterator[bytes]:
-    events = PeekedEvents(_events(registry, decoded, scope=scope, streaming=True))
-    try:
-        await events.peek(patience)
-    except BaseException:
-        await events.aclose()
-        raise
+    events = await start_stream(_events(registry, decoded, scope=scope, streaming=True), patience)
     encoder = ChatEncoder(decoded.body.model, include_usage=decoded.include_usage)
     return _frames(decoded, encoder, events)
 
@@ -64,8 +62,6 @@ async def open_stream(
 async def _frames(
     decoded: DecodedChatRequest, encoder: ChatEncoder, events: PeekedEvents
 ) -> AsyncIterator[bytes]:
-    from lgos.wire.sse import DONE
-
     yield encoder.start()
     try:
         async for event in events:

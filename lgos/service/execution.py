@@ -11,7 +11,7 @@ from langchain_core.messages import BaseMessage
 
 from lgos.errors import InterruptConflictError, InvalidRequestError
 from lgos.registry import GraphConfig, GraphFeature, GraphRegistry
-from lgos.run.events import RunEvent
+from lgos.run.events import Finished, Interrupted, RunEvent
 from lgos.run.interrupts import Resume, run_checkpointed
 from lgos.run.request import ClientFunctionTool, GraphRequest, ToolChoice
 from lgos.run.runner import run_graph
@@ -159,6 +159,28 @@ class PeekedEvents:
         if self._pending is not None:
             self._pending.cancel()
         await self._events.aclose()  # type: ignore[attr-defined]
+
+
+async def start_stream(events: AsyncIterator[RunEvent], patience: float) -> PeekedEvents:
+    """Start a run for streaming: its request errors raise here, before any byte is sent."""
+    peeked = PeekedEvents(events)
+    try:
+        await peeked.peek(patience)
+    except BaseException:
+        await peeked.aclose()
+        raise
+    return peeked
+
+
+async def run_to_end(events: AsyncIterator[RunEvent]) -> Finished | Interrupted:
+    """Drive a run to its terminal event (the non-streaming path)."""
+    try:
+        async for event in events:
+            if isinstance(event, Finished | Interrupted):
+                return event
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    raise RuntimeError("the run ended without a terminal event")
 
 
 def echo_metadata(metadata: Mapping[str, Any]) -> dict[str, str]:

@@ -11,7 +11,15 @@ from lgos.errors import InvalidRequestError, LgosError
 from lgos.registry import GraphConfig, GraphRegistry
 from lgos.run.events import Commentary, Finished, Interrupted, RunEvent, TextDelta
 from lgos.run.request import GraphRequest
-from lgos.service.execution import PeekedEvents, RunPlan, graph_request, plan_run, run_events
+from lgos.service.execution import (
+    PeekedEvents,
+    RunPlan,
+    graph_request,
+    plan_run,
+    run_events,
+    run_to_end,
+    start_stream,
+)
 from lgos.wire import ids
 from lgos.wire.errors import SERVER_ERROR_MESSAGE
 from lgos.wire.responses import (
@@ -133,29 +141,18 @@ async def create(
     events = _events(
         registry, prepared, scope=scope, streaming=False, continue_existing=continue_existing
     )
-    try:
-        async for event in events:
-            if isinstance(event, Finished):
-                output = final_output(event)
-                return prepared.context.snapshot("completed", output, usage=event.usage)
-            if isinstance(event, Interrupted):
-                return prepared.context.snapshot("completed", interrupt_items(event))
-    finally:
-        await events.aclose()  # type: ignore[attr-defined]
-    raise RuntimeError("the run ended without a terminal event")
+    event = await run_to_end(events)
+    if isinstance(event, Finished):
+        return prepared.context.snapshot("completed", final_output(event), usage=event.usage)
+    return prepared.context.snapshot("completed", interrupt_items(event))
 
 
 async def open_stream(
     registry: GraphRegistry, prepared: PreparedResponse, *, scope: str, patience: float
 ) -> AsyncIterator[bytes]:
     """Start the run; raise request errors now, then return the SSE frames."""
-    events = PeekedEvents(_events(registry, prepared, scope=scope, streaming=True))
-    try:
-        await events.peek(patience)
-    except BaseException:
-        await events.aclose()
-        raise
-    return _frames(prepared, events)
+    events = _events(registry, prepared, scope=scope, streaming=True)
+    return _frames(prepared, await start_stream(events, patience))
 
 
 async def _frames(prepared: PreparedResponse, events: PeekedEvents) -> AsyncIterator[bytes]:

@@ -19,12 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lgos.errors import InvalidRequestError
 from lgos.run.events import Citation, Finished, Interrupted, Usage
-from lgos.run.request import ClientFunctionTool, NamedToolChoice, ToolChoice
+from lgos.run.request import ClientFunctionTool, ToolChoice
 from lgos.wire import ids
 from lgos.wire.errors import SERVER_ERROR_MESSAGE
 from lgos.wire.messages import tool_call
 from lgos.wire.responses import INTERRUPT_FUNCTION, interrupt_arguments
 from lgos.wire.sse import data_event
+from lgos.wire.tools import checked_tools, resolve_tool_choice
 from lgos.wire.validation import check_metadata, unsupported, validate
 
 
@@ -235,45 +236,25 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
 
 
 def _tools(body: ChatBody) -> tuple[ClientFunctionTool, ...]:
-    tools = []
-    seen: set[str] = set()
-    for index, tool in enumerate(body.tools or ()):
-        function = tool.function
-        if function.name == INTERRUPT_FUNCTION or function.name in seen:
-            raise InvalidRequestError(
-                f"Invalid 'tools[{index}].function.name': '{function.name}' is reserved or "
-                "duplicated.",
-                param=f"tools[{index}].function.name",
-                code="invalid_value",
-            )
-        seen.add(function.name)
-        tools.append(
-            ClientFunctionTool(
-                function.name, function.description, function.parameters, function.strict
-            )
+    tools = [
+        ClientFunctionTool(
+            tool.function.name,
+            tool.function.description,
+            tool.function.parameters,
+            tool.function.strict,
         )
-    return tuple(tools)
+        for tool in body.tools or ()
+    ]
+    return checked_tools(tools, lambda index: f"tools[{index}].function.name")
 
 
 def _tool_choice(body: ChatBody, tools: tuple[ClientFunctionTool, ...]) -> ToolChoice:
     choice = body.tool_choice
-    if choice is None:
-        return "auto"
     if isinstance(choice, NamedChoice):
-        if choice.function.name not in {tool.name for tool in tools}:
-            raise InvalidRequestError(
-                f"Invalid 'tool_choice.function.name': no tool named '{choice.function.name}'.",
-                param="tool_choice.function.name",
-                code="invalid_value",
-            )
-        return NamedToolChoice(choice.function.name)
-    if choice == "required" and not tools:
-        raise InvalidRequestError(
-            "Invalid 'tool_choice': 'required' needs at least one tool.",
-            param="tool_choice",
-            code="invalid_value",
+        return resolve_tool_choice(
+            None, choice.function.name, tools, name_param="tool_choice.function.name"
         )
-    return choice
+    return resolve_tool_choice(choice, None, tools, name_param="tool_choice.function.name")
 
 
 def _text(content: Content | None, param: str) -> str:

@@ -24,6 +24,7 @@ from lgos.errors import InvalidRequestError
 from lgos.run.request import ClientFunctionTool, NamedToolChoice, ToolChoice
 from lgos.wire.messages import assistant_with_calls, tool_call
 from lgos.wire.responses import INTERRUPT_FUNCTION
+from lgos.wire.tools import checked_tools, resolve_tool_choice
 from lgos.wire.validation import check_metadata, unsupported, validate
 
 
@@ -363,7 +364,6 @@ def _reject_unsupported(body: ResponsesBody, data: Mapping[str, Any]) -> None:
 
 def _tools(body: ResponsesBody) -> tuple[ClientFunctionTool, ...]:
     tools: list[ClientFunctionTool] = []
-    names: set[str] = set()
     for index, tool in enumerate(body.tools or ()):
         if not isinstance(tool, FunctionTool):
             raise InvalidRequestError(
@@ -372,36 +372,15 @@ def _tools(body: ResponsesBody) -> tuple[ClientFunctionTool, ...]:
                 param=f"tools[{index}].type",
                 code="unsupported_value",
             )
-        if tool.name == INTERRUPT_FUNCTION or tool.name in names:
-            raise InvalidRequestError(
-                f"Invalid 'tools[{index}].name': '{tool.name}' is reserved or duplicated.",
-                param=f"tools[{index}].name",
-                code="invalid_value",
-            )
-        names.add(tool.name)
         tools.append(ClientFunctionTool(tool.name, tool.description, tool.parameters, tool.strict))
-    return tuple(tools)
+    return checked_tools(tools, lambda index: f"tools[{index}].name")
 
 
 def _tool_choice(body: ResponsesBody, tools: tuple[ClientFunctionTool, ...]) -> ToolChoice:
     choice = body.tool_choice
-    if choice is None:
-        return "auto"
     if isinstance(choice, NamedFunction):
-        if choice.name not in {tool.name for tool in tools}:
-            raise InvalidRequestError(
-                f"Invalid 'tool_choice.name': no function named '{choice.name}' in 'tools'.",
-                param="tool_choice.name",
-                code="invalid_value",
-            )
-        return NamedToolChoice(choice.name)
-    if choice == "required" and not tools:
-        raise InvalidRequestError(
-            "Invalid 'tool_choice': 'required' needs at least one tool.",
-            param="tool_choice",
-            code="invalid_value",
-        )
-    return choice  # type: ignore[return-value]
+        return resolve_tool_choice(None, choice.name, tools, name_param="tool_choice.name")
+    return resolve_tool_choice(choice, None, tools, name_param="tool_choice.name")  # type: ignore[arg-type]
 
 
 def _body_idempotency_key(body: ResponsesBody) -> str | None:

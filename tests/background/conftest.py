@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,17 +18,13 @@ from typing import Any
 import psycopg
 import pytest
 from openai import AsyncOpenAI
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from tests.server.processes import ServerProcess, clean_environment
+from tests.support.postgres import temporary_database
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = "tests.background.registry:create_registry"
 LGOS = str(Path(sys.executable).parent / "lgos")
-ADMIN_URI = os.environ.get(
-    "LGOS_TEST_POSTGRES_URI", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 WORKER_SLOTS = 2
 START_TIMEOUT = 90.0
 
@@ -37,22 +32,6 @@ START_TIMEOUT = 90.0
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def create_database() -> tuple[str, str]:
-    name = f"lgos_test_bg_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(ADMIN_URI, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    params = conninfo_to_dict(ADMIN_URI)
-    params["dbname"] = name
-    return name, make_conninfo(**params)
-
-
-def drop_database(name: str) -> None:
-    with psycopg.connect(ADMIN_URI, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
 
 
 def spawn(command: str, env: dict[str, str], *args: str) -> ServerProcess:
@@ -163,11 +142,8 @@ class Deployment:
 
 @pytest.fixture(scope="package")
 def bg_database() -> Iterator[str]:
-    name, uri = create_database()
-    try:
+    with temporary_database("lgos_test_bg") as uri:
         yield uri
-    finally:
-        drop_database(name)
 
 
 def _deployment(engine: str, uri: str, apis: int, workers: int) -> Iterator[Deployment]:

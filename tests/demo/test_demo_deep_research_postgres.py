@@ -9,7 +9,7 @@ import pytest
 
 from demo.graphs.models import API_KEY_VARIABLE, BASE_URL_VARIABLE, MODEL_VARIABLE
 from tests.demo.support import demo_app, review_calls, sdk_client
-from tests.postgres.conftest import create_database, drop_database
+from tests.support.postgres import create_database, drop_database
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
