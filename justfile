@@ -43,4 +43,8 @@ docs *args:
 
 # Benchmarks: LGOS against a bare graph and the reference product (`just bench --quick`).
 bench *args:
-    uv run python -m benchmarks {{ args }}
+    uv run --with-requirements benchmarks/requirements.txt python -m benchmarks {{ args }}
+
+# Profile one benchmark target under load (see benchmarks/profile.py for the options).
+bench-profile *args:
+    uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile {{ args }}
