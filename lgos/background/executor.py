@@ -11,6 +11,12 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate
 
 from lgos import context
+from lgos.background.events import (
+    FIRST_WORKER_SEQUENCE,
+    TERMINAL_EVENTS,
+    ResponseEventLog,
+    frame_event,
+)
 from lgos.background.protocol import BackgroundJob, RunStatus
 from lgos.errors import LgosError
 from lgos.registry import CompiledGraph, GraphConfig, GraphFeature, GraphRegistry
@@ -18,7 +24,7 @@ from lgos.run.coordinator import RunCoordinator
 from lgos.service import responses
 from lgos.wire import ids, responses_request
 from lgos.wire.errors import SERVER_ERROR_MESSAGE
-from lgos.wire.responses import failure
+from lgos.wire.responses import ResponsesStream, failure
 
 logger = logging.getLogger("lgos.background")
 
@@ -91,8 +97,13 @@ async def execute_background_job(
     registry: GraphRegistry,
     *,
     durable: DurableRuns | None = None,
+    events: ResponseEventLog | None = None,
 ) -> dict[str, Any]:
     """Run a job and return its Response JSON.
+
+    A job created with `stream: true` runs with streaming when `events` is given: every SSE
+    event goes to the log as it is produced, and the Response JSON is that of the terminal
+    event.
 
     No retries: a graph that raises yields a `failed` Response. A request problem found here
     (a stale interrupt answer, a busy run) keeps its message; anything else gets a generic
@@ -111,6 +122,8 @@ async def execute_background_job(
         prepared = prepare_job(job, engine_run_id, registry)
         context.add(response_id=prepared.context.id)
         try:
+            if job.stream and events is not None:
+                return await _execute_streaming(job, engine_run_id, registry, prepared, events)
             return await responses.create(
                 registry, prepared, scope=job.owner_scope, continue_existing=True
             )
@@ -123,6 +136,37 @@ async def execute_background_job(
     finally:
         otel_context.detach(trace_token)
         context.reset(token)
+
+
+async def _execute_streaming(
+    job: BackgroundJob,
+    engine_run_id: str,
+    registry: GraphRegistry,
+    prepared: responses.PreparedResponse,
+    events: ResponseEventLog,
+) -> dict[str, Any]:
+    # Events a dead worker already wrote stay: this run continues their sequence numbers.
+    written = await events.read(engine_run_id, FIRST_WORKER_SEQUENCE - 1)
+    if written and written[-1]["type"] in TERMINAL_EVENTS:
+        # The previous worker finished the stream but died before the engine stored the result.
+        final: dict[str, Any] = written[-1]["response"]
+        return final
+    sequence = written[-1]["sequence_number"] + 1 if written else FIRST_WORKER_SEQUENCE
+    stream = ResponsesStream(prepared.context, sequence=sequence)
+    if not written:
+        await events.append(engine_run_id, [frame_event(stream.in_progress())])
+    result: dict[str, Any] | None = None
+    async for batch in responses.stream_run(
+        registry, prepared, stream, scope=job.owner_scope, continue_existing=True
+    ):
+        payloads = [frame_event(frame) for frame in batch]
+        await events.append(engine_run_id, payloads)
+        for payload in payloads:
+            if payload["type"] in TERMINAL_EVENTS:
+                result = payload["response"]
+    if result is None:  # the run ended without a terminal event: never expected
+        return prepared.context.snapshot("failed", error=failure(SERVER_ERROR_MESSAGE))
+    return result
 
 
 def placeholder_snapshot(

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from lgos.background.events import InMemoryResponseEventLog
 from lgos.background.executor import execute_background_job
 from lgos.background.protocol import BackgroundJob, BackgroundRun
 from lgos.registry import GraphRegistry
@@ -29,6 +30,8 @@ class InMemoryBackgroundBackend:
         self._runs: dict[str, BackgroundRun] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._by_key: dict[str, str] = {}
+        # Streamed Responses' events, for their creator and later readers.
+        self.events = InMemoryResponseEventLog()
 
     @asynccontextmanager
     async def lifespan(self, app: Any = None) -> AsyncIterator[None]:
@@ -76,7 +79,7 @@ class InMemoryBackgroundBackend:
         await asyncio.sleep(0)
         self._set(run_id, status="in_progress")
         try:
-            response = await execute_background_job(job, run_id, self.registry)
+            response = await execute_background_job(job, run_id, self.registry, events=self.events)
         except asyncio.CancelledError:
             self._set(run_id, status="cancelled")
             raise

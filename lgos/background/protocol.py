@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lgos.background.events import ResponseEventLog
 from lgos.wire import ids
 
 RunStatus = Literal["queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
@@ -37,6 +38,8 @@ class BackgroundJob(BaseModel):
     trace_context: dict[str, str] = Field(default_factory=dict)
     # The creating request's id, carried onto the worker's log records.
     request_id: str | None = None
+    # Created with `stream: true`: the worker writes its SSE events to the Response's event log.
+    stream: bool = False
 
     @property
     def model(self) -> str:
@@ -73,6 +76,13 @@ class BackgroundBackend(Protocol):
     async def cancel(self, run_id: str) -> None:
         """Cancel the run if it is active; a finished run stays as it is."""
         ...
+
+
+def event_log(backend: BackgroundBackend | None) -> ResponseEventLog | None:
+    """The engine's log of streamed Responses; None when it streams nothing (a backend may
+    offer one as its `events` attribute)."""
+    log = getattr(backend, "events", None)
+    return log if isinstance(log, ResponseEventLog) else None
 
 
 def digest(*parts: str) -> str:

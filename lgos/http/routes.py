@@ -127,7 +127,7 @@ class OpenAIRoutes:
         self.registry = registry
         self.checkpoint_scope = checkpoint_scope
         self.ping_interval = ping_interval
-        self.background = BackgroundRoutes(registry, background, self.scope)
+        self.background = BackgroundRoutes(registry, background, self.scope, ping_interval)
 
     async def scope(self, request: Request) -> str:
         if self.checkpoint_scope is None:

@@ -31,6 +31,7 @@ from psycopg.conninfo import conninfo_to_dict
 from pydantic import ValidationError
 from sqlalchemy.engine import URL
 
+from lgos.background.events import PostgresResponseEventLog
 from lgos.background.executor import DurableRuns, execute_background_job
 from lgos.background.protocol import BackgroundJob, BackgroundRun, RunStatus
 from lgos.errors import ConfigurationError
@@ -95,8 +96,10 @@ def engine_run_id(idempotency_key: str | None) -> str:
 class DBOSBackgroundBackend:
     """`BackgroundBackend` over a `DBOSClient` (API side: enqueue, read, cancel)."""
 
-    def __init__(self, client: DBOSClient) -> None:
+    def __init__(self, client: DBOSClient, events: PostgresResponseEventLog | None = None) -> None:
         self.client = client
+        # Streamed Responses' events, in the same database (see lgos.background.events).
+        self.events = events
 
     async def submit(self, job: BackgroundJob) -> BackgroundRun:
         run_id = engine_run_id(job.idempotency_key)
@@ -145,7 +148,10 @@ class DBOSBackgroundBackend:
             )
             if not expired:
                 return deleted
-            await self.client.delete_workflows_async([item.workflow_id for item in expired])
+            run_ids = [item.workflow_id for item in expired]
+            await self.client.delete_workflows_async(run_ids)
+            if self.events is not None:
+                await self.events.delete(run_ids)
             deleted += len(expired)
             if len(expired) < _RETENTION_BATCH:
                 return deleted
@@ -226,9 +232,13 @@ async def open_dbos_client(
         )
     )
     try:
-        yield DBOSBackgroundBackend(client)
+        yield DBOSBackgroundBackend(client, _event_log(resources))
     finally:
         await asyncio.to_thread(client.destroy)
+
+
+def _event_log(resources: ServerResources) -> PostgresResponseEventLog | None:
+    return PostgresResponseEventLog(resources.pool) if resources.pool is not None else None
 
 
 # The worker's state, read by the workflow step. DBOS names workflows globally and passes them
@@ -242,7 +252,11 @@ async def _run_graph_step(run_id: str, job: dict[str, Any]) -> dict[str, Any]:
     if worker is None:
         raise RuntimeError("no LGOS DBOS worker is running in this process")
     return await execute_background_job(
-        BackgroundJob.model_validate(job), run_id, worker.registry, durable=worker.durable
+        BackgroundJob.model_validate(job),
+        run_id,
+        worker.registry,
+        durable=worker.durable,
+        events=worker.events,
     )
 
 
@@ -288,6 +302,7 @@ class DBOSWorker:
         self.recovery_interval = recovery_interval
         self.retention_interval = retention_interval
         self.durable = DurableRuns(resources.checkpointer, resources.run_coordinator)
+        self.events = _event_log(resources)
         self.uri = _require_uri(settings)
         self._liveness: AsyncConnection[Any] | None = None
         self._client: DBOSClient | None = None
@@ -422,7 +437,8 @@ class DBOSWorker:
     async def sweep(self) -> int:
         assert self._client is not None
         days = self.settings.BACKGROUND_RETENTION_DAYS
-        deleted = await DBOSBackgroundBackend(self._client).delete_finished(timedelta(days=days))
+        backend = DBOSBackgroundBackend(self._client, self.events)
+        deleted = await backend.delete_finished(timedelta(days=days))
         if deleted:
             logger.info("worker.retention.deleted", extra={"deleted": deleted})
         return deleted

@@ -34,6 +34,7 @@ from hatchet_sdk.clients.rest.exceptions import BadRequestException, NotFoundExc
 from hatchet_sdk.runnables.workflow import Standalone
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from lgos.background.events import PostgresResponseEventLog, ResponseEventLog
 from lgos.background.executor import DurableRuns, execute_background_job
 from lgos.background.protocol import BackgroundJob, BackgroundRun, RunStatus
 from lgos.errors import ConfigurationError
@@ -88,6 +89,8 @@ class HatchetWorkerState:
 
     registry: GraphRegistry
     durable: DurableRuns | None = None
+    # Streamed Responses' events (PostgreSQL, when LGOS_POSTGRES_URI is set).
+    events: ResponseEventLog | None = None
 
 
 def create_hatchet_task(
@@ -119,7 +122,11 @@ def create_hatchet_task(
             raise RuntimeError("the Hatchet worker's lifespan must yield a HatchetWorkerState")
         job = BackgroundJob.model_validate(task_input.job)
         return await execute_background_job(
-            job, uuid.UUID(ctx.workflow_run_id).hex, state.registry, durable=state.durable
+            job,
+            uuid.UUID(ctx.workflow_run_id).hex,
+            state.registry,
+            durable=state.durable,
+            events=state.events,
         )
 
     return run_background_response
@@ -154,10 +161,13 @@ class HatchetBackgroundBackend:
         runs: RunsPort,
         *,
         call_timeout: float = ENGINE_CALL_TIMEOUT_SECONDS,
+        events: ResponseEventLog | None = None,
     ) -> None:
         self.task = task
         self.runs = runs
         self.call_timeout = call_timeout
+        # Without one (no PostgreSQL), `stream` with `background` is refused.
+        self.events = events
 
     async def submit(self, job: BackgroundJob) -> BackgroundRun:
         task_input = HatchetJobInput(
@@ -276,13 +286,20 @@ async def check_engine_version(
 
 @asynccontextmanager
 async def open_hatchet_client(
-    settings: Any, registry: GraphRegistry
+    settings: Any, registry: GraphRegistry, resources: Any = None
 ) -> AsyncIterator[HatchetBackgroundBackend]:
     """The API side. Reads HATCHET_CLIENT_* from the environment, like the SDK."""
     hatchet = connect()
     version = await check_engine_version(hatchet)
     logger.info("background.hatchet.connected", extra={"engine_version": version})
-    yield HatchetBackgroundBackend(create_hatchet_task(hatchet), hatchet.runs)
+    yield HatchetBackgroundBackend(
+        create_hatchet_task(hatchet), hatchet.runs, events=_event_log(resources)
+    )
+
+
+def _event_log(resources: Any) -> ResponseEventLog | None:
+    pool = getattr(resources, "pool", None)
+    return PostgresResponseEventLog(pool) if pool is not None else None
 
 
 def run_hatchet_worker(factory: Any, settings: Any, worker_settings: Any) -> None:
@@ -299,7 +316,9 @@ def run_hatchet_worker(factory: Any, settings: Any, worker_settings: Any) -> Non
             resources = await stack.enter_async_context(open_resources(settings))
             registry = await stack.enter_async_context(open_registry(factory, resources))
             durable = DurableRuns(resources.checkpointer, resources.run_coordinator)
-            yield HatchetWorkerState(registry=registry, durable=durable)
+            yield HatchetWorkerState(
+                registry=registry, durable=durable, events=_event_log(resources)
+            )
 
     worker = hatchet.worker(
         worker_settings.ID or "lgos-background-worker",

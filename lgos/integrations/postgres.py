@@ -73,6 +73,15 @@ MIGRATIONS: tuple[str, ...] = (
     )
     """,
     "CREATE INDEX IF NOT EXISTS lgos_paused_runs_paused_at_idx ON lgos_paused_runs (paused_at)",
+    # The SSE events of streamed background Responses (lgos.background.events).
+    """
+    CREATE TABLE IF NOT EXISTS lgos_response_events (
+        run_id text NOT NULL,
+        sequence_number integer NOT NULL,
+        event jsonb NOT NULL,
+        PRIMARY KEY (run_id, sequence_number)
+    )
+    """,
 )
 
 _MIGRATION_LOCK_POLL_SECONDS = 0.2

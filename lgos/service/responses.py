@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,24 +160,51 @@ async def _frames(prepared: PreparedResponse, events: PeekedEvents) -> AsyncIter
     stream = ResponsesStream(prepared.context)
     for frame in stream.start():
         yield frame
+    async with aclosing(frame_batches(prepared, events, stream)) as batches:
+        async for batch in batches:
+            for frame in batch:
+                yield frame
+
+
+def stream_run(
+    registry: GraphRegistry,
+    prepared: PreparedResponse,
+    stream: ResponsesStream,
+    *,
+    scope: str,
+    continue_existing: bool = False,
+) -> AsyncGenerator[list[bytes]]:
+    """Run with streaming and encode into `stream`, one list of frames per run event (the
+    streamed background path: the caller sends the stream's first events itself)."""
+    events = _events(
+        registry, prepared, scope=scope, streaming=True, continue_existing=continue_existing
+    )
+    return frame_batches(prepared, events, stream)
+
+
+async def frame_batches(
+    prepared: PreparedResponse, events: AsyncIterable[RunEvent], stream: ResponsesStream
+) -> AsyncGenerator[list[bytes]]:
+    """The frames of each run event; a failing run ends with `error` and `response.failed`."""
     try:
         async for event in events:
-            if type(event) is TextDelta:
-                for frame in stream.text_delta(event.text):
-                    yield frame
-            elif isinstance(event, Commentary):
-                for frame in stream.commentary(event):
-                    yield frame
-            elif isinstance(event, Finished):
-                for frame in stream.finished(event):
-                    yield frame
-            elif isinstance(event, Interrupted):
-                for frame in stream.interrupted(event):
-                    yield frame
+            frames = _encode(stream, event)
+            if frames:
+                yield frames
     except LgosError as error:
-        for frame in stream.failed(error.message, error.code or "invalid_request"):
-            yield frame
+        yield stream.failed(error.message, error.code or "invalid_request")
     except Exception:
         logger.exception("responses.stream_failed", extra={"model": prepared.model})
-        for frame in stream.failed(SERVER_ERROR_MESSAGE):
-            yield frame
+        yield stream.failed(SERVER_ERROR_MESSAGE)
+
+
+def _encode(stream: ResponsesStream, event: RunEvent) -> list[bytes]:
+    if type(event) is TextDelta:
+        return stream.text_delta(event.text)
+    if isinstance(event, Commentary):
+        return stream.commentary(event)
+    if isinstance(event, Finished):
+        return stream.finished(event)
+    if isinstance(event, Interrupted):
+        return stream.interrupted(event)
+    return []

@@ -204,9 +204,10 @@ class ResponsesStream:
 
     __slots__ = ("_answer_id", "_answer_index", "_answer_text", "_context", "_output", "_sequence")
 
-    def __init__(self, context: ResponseContext) -> None:
+    def __init__(self, context: ResponseContext, sequence: int = 0) -> None:
         self._context = context
-        self._sequence = 0
+        # A background worker continues the stream the API began (or a dead worker left).
+        self._sequence = sequence
         self._output: list[dict[str, Any]] = []
         self._answer_id: str | None = None
         self._answer_index = -1
@@ -224,6 +225,19 @@ class ResponsesStream:
             self._event("response.created", {"response": snapshot}),
             self._event("response.in_progress", {"response": snapshot}),
         ]
+
+    def queued(self) -> list[bytes]:
+        """How a streamed background Response begins, before a worker takes it."""
+        snapshot = self._context.snapshot("queued")
+        return [
+            self._event("response.created", {"response": snapshot}),
+            self._event("response.queued", {"response": snapshot}),
+        ]
+
+    def in_progress(self) -> bytes:
+        return self._event(
+            "response.in_progress", {"response": self._context.snapshot("in_progress")}
+        )
 
     def text_delta(self, text: str) -> list[bytes]:
         frames = self._open_answer() if self._answer_id is None else []

@@ -349,10 +349,6 @@ def _reject_unsupported(body: ResponsesBody, data: Mapping[str, Any]) -> None:
                 param="store",
                 code="invalid_value",
             )
-        if body.stream:
-            raise unsupported(
-                "stream", "Background responses are polling-only: omit 'stream' and poll."
-            )
     elif body.store:
         raise unsupported(
             "store",

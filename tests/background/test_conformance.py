@@ -284,10 +284,137 @@ async def test_background_needs_the_feature(deployment: Deployment) -> None:
     assert caught.value.param == "background"
 
 
-async def test_background_streaming_is_rejected_clearly(deployment: Deployment) -> None:
+async def _events(stream: Any) -> list[Any]:
+    return [event async for event in stream]
+
+
+async def _streamed(deployment: Deployment, text: str) -> list[Any]:
+    stream = await deployment.client().responses.create(
+        model="background-mock", input=text, background=True, stream=True, metadata=NO_DELAY
+    )
+    return await _events(stream)
+
+
+async def test_streamed_create_yields_the_whole_lifecycle(deployment: Deployment) -> None:
+    events = await _streamed(deployment, "Streamed risks")
+    types = [event.type for event in events]
+    assert types[:3] == ["response.created", "response.queued", "response.in_progress"]
+    assert events[0].response.status == "queued"
+    assert events[0].response.background is True
+    assert "response.output_text.delta" in types
+    assert types[-1] == "response.completed"
+    assert [event.sequence_number for event in events] == list(range(len(events)))
+    final = events[-1].response
+    # The graph's progress note ("Preparing the report") streams as a commentary item first.
+    assert final.output[-1].type == "message"
+    assert final.output[-1].content[0].text == "Background report for: Streamed risks"
+    assert len({event.response.id for event in events if hasattr(event, "response")}) == 1
+    # What the stream ended with is what a poll returns.
+    polled = await deployment.client().responses.retrieve(final.id)
+    assert polled.model_dump() == final.model_dump()
+
+
+async def test_retrieve_stream_replays_from_the_start(deployment: Deployment) -> None:
+    events = await _streamed(deployment, "Replayed risks")
+    response_id = events[0].response.id
+    client = deployment.client(1)  # another API instance where there is one
+    replayed = await _events(await client.responses.retrieve(response_id, stream=True))
+    assert [event.model_dump() for event in replayed] == [event.model_dump() for event in events]
+    # The SDK's helper starts from response.created and accumulates the final Response.
+    async with client.responses.stream(response_id=response_id) as helper:
+        async for _ in helper:
+            pass
+        final = await helper.get_final_response()
+    assert final.output_text.endswith("Background report for: Replayed risks")
+
+
+async def test_retrieve_stream_starting_after(deployment: Deployment) -> None:
+    events = await _streamed(deployment, "Resumed risks")
+    response_id = events[0].response.id
+    client = deployment.client()
+    later = await _events(
+        await client.responses.retrieve(
+            response_id, stream=True, starting_after=3, include_obfuscation=False
+        )
+    )
+    assert [event.model_dump() for event in later] == [
+        event.model_dump() for event in events if event.sequence_number > 3
+    ]
+    assert later[-1].type == "response.completed"
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.responses.retrieve(response_id, starting_after=3)
+    assert caught.value.param == "starting_after"
+
+
+async def test_disconnecting_from_the_stream_leaves_the_run_running(
+    deployment: Deployment,
+) -> None:
+    client = deployment.client()
+    name = topic()
+    stream = await client.responses.create(
+        model="gated-steps", input=name, background=True, stream=True
+    )
+    response_id = ""
+    async for event in stream:
+        response_id = event.response.id
+        if event.type == "response.in_progress":
+            break
+    await stream.close()
+    await step_seen(deployment, name, "step_2", "started")
+    await deployment.open_gate(name)
+    done = await finished(deployment, response_id)
+    assert done.status == "completed"
+    assert ("step_3", "finished") in [row[:2] for row in await deployment.steps(name)]
+
+
+async def test_stream_of_a_cancelled_run_ends(deployment: Deployment) -> None:
+    client = deployment.client()
+    name = topic()
+    stream = await client.responses.create(
+        model="gated-steps", input=name, background=True, stream=True
+    )
+    seen: list[Any] = []
+    async for event in stream:
+        seen.append(event)
+        if event.type == "response.in_progress":
+            break
+    response_id = seen[0].response.id
+    await step_seen(deployment, name, "step_2", "started")
+    assert (await client.responses.cancel(response_id)).status == "cancelled"
+    seen += await _events(stream)
+    assert seen[-1].type == "response.failed"
+    assert seen[-1].response.status == "cancelled"
+    numbers = [event.sequence_number for event in seen]
+    assert numbers == sorted(set(numbers))
+    # A later reader gets the same ending.
+    replayed = await _events(await client.responses.retrieve(response_id, stream=True))
+    assert replayed[0].type == "response.created"
+    assert replayed[-1].type == "response.failed"
+    assert replayed[-1].response.status == "cancelled"
+    await deployment.open_gate(name)
+
+
+async def test_retrieve_stream_of_a_polled_response_is_400(deployment: Deployment) -> None:
+    client = deployment.client()
+    accepted = await client.responses.create(
+        model="background-mock", input="Polled", background=True, metadata=NO_DELAY
+    )
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.responses.retrieve(accepted.id, stream=True)
+    assert caught.value.param == "stream"
+    assert "stream=true" in caught.value.message
+    await finished(deployment, accepted.id)
+
+
+async def test_background_stream_needs_store(deployment: Deployment) -> None:
     client = deployment.client()
     with pytest.raises(openai.BadRequestError) as caught:
         await client.responses.create(
-            model="background-mock", input="x", background=True, stream=True, metadata=NO_DELAY
+            model="background-mock",
+            input="x",
+            background=True,
+            stream=True,
+            store=False,
+            metadata=NO_DELAY,
         )
-    assert caught.value.param == "stream"
+    assert caught.value.param == "store"

@@ -13,6 +13,7 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
+import httpx2
 import pytest
 from hatchet_sdk import Hatchet, IdempotencyCollisionError
 from hatchet_sdk.clients.rest.exceptions import NotFoundException
@@ -20,8 +21,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from demo.graphs.review import DelaySettings, background_mock_graph
 from lgos import GraphConfig, GraphFeature, GraphRegistry, InMemoryRunCoordinator
+from lgos.background.events import InMemoryResponseEventLog
 from lgos.background.executor import DurableRuns
-from lgos.background.protocol import BackgroundJob, digest, request_digest
+from lgos.background.protocol import BackgroundJob, digest, event_log, request_digest
 from lgos.errors import ConfigurationError
 from lgos.integrations.hatchet import (
     TASK_NAME,
@@ -31,6 +33,7 @@ from lgos.integrations.hatchet import (
     check_engine_version,
     create_hatchet_task,
 )
+from lgos.serve import LanggraphOpenaiServe
 from lgos.wire import ids
 
 pytestmark = pytest.mark.anyio
@@ -82,6 +85,34 @@ def registry() -> GraphRegistry:
             )
         }
     )
+
+
+async def test_task_body_streams_a_streamed_job_into_the_event_log(hatchet: Hatchet) -> None:
+    task = create_hatchet_task(hatchet)
+    plain = job()
+    streamed = plain.model_copy(
+        update={"request": {**plain.request, "stream": True}, "stream": True}
+    )
+    events = InMemoryResponseEventLog()
+    output = await task.aio_mock_run(
+        input=HatchetJobInput(job=streamed.model_dump(mode="json"), idempotency_key="k"),
+        lifespan=HatchetWorkerState(registry=registry(), events=events),
+    )
+    parsed = ids.parse_run_response_id(output["id"])
+    assert parsed is not None
+    logged = await events.read(parsed.nonce)
+    # The worker starts at 2: the API wrote response.created and response.queued.
+    assert logged[0]["type"] == "response.in_progress"
+    assert [event["sequence_number"] for event in logged] == list(range(2, 2 + len(logged)))
+    assert logged[-1]["type"] == "response.completed"
+    # The task's result is the Response the stream ended with.
+    assert logged[-1]["response"] == output
+    assert output["output"][-1]["content"][0]["text"] == "Background report for: Quarterly risks"
+
+
+def test_backend_without_postgres_cannot_stream() -> None:
+    backend = HatchetBackgroundBackend(SimpleNamespace(), SimpleNamespace())  # type: ignore[arg-type]
+    assert event_log(backend) is None
 
 
 def test_registration_has_sane_timeouts_no_retries_and_ttl_idempotency(hatchet: Hatchet) -> None:
@@ -271,3 +302,22 @@ async def test_recent_engines_are_accepted(version: str) -> None:
         await check_engine_version(SimpleNamespace(aio_get_engine_version=engine_version))
         == version
     )  # type: ignore[arg-type]
+
+
+async def test_api_refuses_background_streams_without_an_event_log(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    app = LanggraphOpenaiServe(registry(), background=backend).bind_openai_api().app
+    body = {"model": "background-mock", "input": "x", "background": True}
+    async with httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=app), base_url="http://t"
+    ) as http:
+        refused = await http.post("/v1/responses", json={**body, "stream": True})
+        assert refused.status_code == 400
+        assert refused.json()["error"]["param"] == "stream"
+        assert fake.runs == {}  # nothing was queued
+        accepted = await http.post("/v1/responses", json=body)
+        assert accepted.status_code == 200
+        replay = await http.get(f"/v1/responses/{accepted.json()['id']}?stream=true")
+        assert replay.status_code == 400
+        assert replay.json()["error"]["param"] == "stream"

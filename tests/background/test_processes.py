@@ -16,7 +16,9 @@ import openai
 import psycopg
 import pytest
 from dbos import DBOSClient
+from psycopg_pool import AsyncConnectionPool
 
+from lgos.background.events import PostgresResponseEventLog
 from lgos.integrations.dbos import DBOSBackgroundBackend, _sqlalchemy_url
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.wire import ids
@@ -86,6 +88,30 @@ async def test_killed_worker_run_completes_without_redoing_finished_steps(dbos: 
     assert await checkpoint_rows(dbos, "gated-steps", run_id) == 0
 
 
+async def test_killed_worker_stream_continues_without_repeats(dbos: Deployment) -> None:
+    name = topic()
+    stream = await dbos.client(0).responses.create(
+        model="gated-steps", input=name, background=True, stream=True
+    )
+    seen = []
+    async for event in stream:
+        seen.append(event)
+        if event.type == "response.in_progress":
+            break
+    victim_pid = await step_seen(dbos, name, "step_2", "started")
+    victim = dbos.worker_with_pid(victim_pid)
+    victim.process.send_signal(signal.SIGKILL)
+    victim.process.wait()
+    await dbos.open_gate(name)
+    seen += [event async for event in stream]
+    # The rescuing worker continued the sequence the dead one began: no number twice.
+    assert [event.sequence_number for event in seen] == list(range(len(seen)))
+    assert [event.type for event in seen].count("response.in_progress") == 1
+    assert seen[-1].type == "response.completed"
+    assert seen[-1].response.output_text == f"Steps done for {name}: step_1, step_2, step_3"
+    assert (await finished(dbos, seen[0].response.id, api=1)).status == "completed"
+
+
 async def checkpoint_rows(dbos: Deployment, model: str, run_id: str) -> int:
     thread_id = checkpoint_thread_id("default", model, run_id)
     async with await psycopg.AsyncConnection.connect(dbos.uri, autocommit=True) as conn:
@@ -133,18 +159,41 @@ async def test_retention_deletes_finished_runs(dbos: Deployment) -> None:
         model="background-mock", input="old news", background=True, metadata=NO_DELAY
     )
     await finished(dbos, accepted.id)
+    streamed = [
+        event
+        async for event in await client.responses.create(
+            model="background-mock",
+            input="old stream",
+            background=True,
+            stream=True,
+            metadata=NO_DELAY,
+        )
+    ]
+    streamed_id = ids.parse_run_response_id(streamed[0].response.id)
+    assert streamed_id is not None
     engine = DBOSClient(system_database_url=_sqlalchemy_url(dbos.uri), application_name="lgos")
+    pool = AsyncConnectionPool(
+        dbos.uri, min_size=1, max_size=1, kwargs={"autocommit": True}, open=False
+    )
+    await pool.open()
     try:
-        backend = DBOSBackgroundBackend(engine)
+        events = PostgresResponseEventLog(pool)
+        backend = DBOSBackgroundBackend(engine, events)
         parsed = ids.parse_run_response_id(accepted.id)
         assert parsed is not None
         assert await backend.get(parsed.nonce) is not None
-        assert await backend.delete_finished(timedelta(0)) >= 1
+        assert len(await events.read(streamed_id.nonce)) == len(streamed)
+        assert await backend.delete_finished(timedelta(0)) >= 2
         assert await backend.get(parsed.nonce) is None
+        # A streamed Response's events go with its run.
+        assert await events.read(streamed_id.nonce) == []
     finally:
+        await pool.close()
         await asyncio.to_thread(engine.destroy)
     with pytest.raises(openai.NotFoundError):
         await client.responses.retrieve(accepted.id)
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.retrieve(streamed[0].response.id, stream=True)
 
 
 async def test_worker_stops_gracefully_on_sigterm(dbos: Deployment) -> None:
