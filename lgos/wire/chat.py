@@ -26,15 +26,10 @@ from lgos.wire.messages import tool_call
 from lgos.wire.responses import INTERRUPT_FUNCTION, interrupt_arguments
 from lgos.wire.sse import data_event
 from lgos.wire.tools import checked_tools, resolve_tool_choice
-from lgos.wire.validation import check_metadata, unsupported, validate
+from lgos.wire.validation import StrictBody, check_metadata, unsupported, validate
 
 
-class _Body(BaseModel):
-    # Strict: "yes" is not a boolean and "2" is not a number in an API request.
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class TextPart(_Body):
+class TextPart(StrictBody):
     type: Literal["text"]
     text: str
 
@@ -47,30 +42,30 @@ class OtherPart(BaseModel):
 Content = str | list[Annotated[TextPart | OtherPart, Field(union_mode="left_to_right")]]
 
 
-class SystemMessageIn(_Body):
+class SystemMessageIn(StrictBody):
     role: Literal["system", "developer"]
     content: Content
     name: str | None = None
 
 
-class UserMessageIn(_Body):
+class UserMessageIn(StrictBody):
     role: Literal["user"]
     content: Content
     name: str | None = None
 
 
-class FunctionIn(_Body):
+class FunctionIn(StrictBody):
     name: str
     arguments: str
 
 
-class ToolCallIn(_Body):
+class ToolCallIn(StrictBody):
     id: str = Field(min_length=1)
     type: Literal["function"] = "function"
     function: FunctionIn
 
 
-class AssistantMessageIn(_Body):
+class AssistantMessageIn(StrictBody):
     role: Literal["assistant"]
     content: Content | None = None
     tool_calls: list[ToolCallIn] | None = None
@@ -81,7 +76,7 @@ class AssistantMessageIn(_Body):
     annotations: list[Any] | None = None
 
 
-class ToolMessageIn(_Body):
+class ToolMessageIn(StrictBody):
     role: Literal["tool"]
     content: Content
     tool_call_id: str = Field(min_length=1)
@@ -93,33 +88,33 @@ ChatMessageIn = Annotated[
 ]
 
 
-class FunctionDef(_Body):
+class FunctionDef(StrictBody):
     name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
 
 
-class ChatTool(_Body):
+class ChatTool(StrictBody):
     type: Literal["function"]
     function: FunctionDef
 
 
-class NamedChoiceFunction(_Body):
+class NamedChoiceFunction(StrictBody):
     name: str
 
 
-class NamedChoice(_Body):
+class NamedChoice(StrictBody):
     type: Literal["function"]
     function: NamedChoiceFunction
 
 
-class ChatStreamOptions(_Body):
+class ChatStreamOptions(StrictBody):
     include_usage: bool | None = None
     include_obfuscation: bool | None = None
 
 
-class ChatBody(_Body):
+class ChatBody(StrictBody):
     model: str = Field(min_length=1)
     messages: list[ChatMessageIn] = Field(min_length=1)
     stream: bool | None = None

@@ -25,20 +25,15 @@ from lgos.run.request import ClientFunctionTool, NamedToolChoice, ToolChoice
 from lgos.wire.messages import assistant_with_calls, tool_call
 from lgos.wire.responses import INTERRUPT_FUNCTION
 from lgos.wire.tools import checked_tools, resolve_tool_choice
-from lgos.wire.validation import check_metadata, unsupported, validate
+from lgos.wire.validation import StrictBody, check_metadata, unsupported, validate
 
 
-class _Body(BaseModel):
-    # Strict: "yes" is not a boolean and "2" is not a number in an API request.
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class InputText(_Body):
+class InputText(StrictBody):
     type: Literal["input_text"]
     text: str
 
 
-class OutputText(_Body):
+class OutputText(StrictBody):
     type: Literal["output_text"]
     text: str
     annotations: list[dict[str, Any]] | None = None
@@ -46,7 +41,7 @@ class OutputText(_Body):
     parsed: None = None
 
 
-class Refusal(_Body):
+class Refusal(StrictBody):
     type: Literal["refusal"]
     refusal: str
 
@@ -70,7 +65,7 @@ ContentPart = Annotated[
 ]
 
 
-class MessageItem(_Body):
+class MessageItem(StrictBody):
     type: Literal["message"] = "message"
     role: Literal["user", "assistant", "system", "developer"]
     content: str | list[ContentPart]
@@ -79,7 +74,7 @@ class MessageItem(_Body):
     phase: Literal["commentary", "final_answer"] | None = None
 
 
-class FunctionCallItem(_Body):
+class FunctionCallItem(StrictBody):
     type: Literal["function_call"]
     call_id: str = Field(min_length=1)
     name: str = Field(min_length=1)
@@ -90,7 +85,7 @@ class FunctionCallItem(_Body):
     caller: None = None
 
 
-class FunctionCallOutputItem(_Body):
+class FunctionCallOutputItem(StrictBody):
     type: Literal["function_call_output"]
     call_id: str = Field(min_length=1)
     output: str | list[InputText]
@@ -131,7 +126,7 @@ InputItem = Annotated[
 ]
 
 
-class FunctionTool(_Body):
+class FunctionTool(StrictBody):
     type: Literal["function"]
     name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
     description: str | None = None
@@ -155,7 +150,7 @@ Tool = Annotated[
 ]
 
 
-class NamedFunction(_Body):
+class NamedFunction(StrictBody):
     type: Literal["function"]
     name: str
 
@@ -165,16 +160,16 @@ class TextFormat(BaseModel):
     type: str
 
 
-class TextConfig(_Body):
+class TextConfig(StrictBody):
     format: TextFormat | None = None
     verbosity: str | None = None
 
 
-class StreamOptions(_Body):
+class StreamOptions(StrictBody):
     include_obfuscation: bool | None = None
 
 
-class ResponsesBody(_Body):
+class ResponsesBody(StrictBody):
     model: str = Field(min_length=1)
     input: str | list[InputItem]
     instructions: str | None = None

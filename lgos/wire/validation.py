@@ -6,11 +6,19 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lgos.errors import InvalidRequestError
 
 Model = TypeVar("Model", bound=BaseModel)
+
+
+class StrictBody(BaseModel):
+    """Base of request bodies: unknown fields are refused, and types are not coerced ("yes" is
+    not a boolean and "2" is not a number in an API request)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
 
 # Names pydantic puts into error locations for union members; they are not request fields.
 _UNION_LABELS = {
