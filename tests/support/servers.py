@@ -44,7 +44,7 @@ async def serve_in_process(app: FastAPI) -> AsyncIterator[str]:
         await task
 
 
-def wait_until_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+def wait_until_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
