@@ -9,8 +9,9 @@ from fastapi import FastAPI
 from openai import AsyncOpenAI
 
 from lgos import LanggraphOpenaiServe
+from tests.server.processes import clean_environment, serving
 from tests.support.graphs import Probe, build_registry
-from tests.support.servers import lgos_serve, serve_in_process
+from tests.support.servers import REPO, serve_in_process
 
 pytestmark = pytest.mark.anyio
 
@@ -57,9 +58,13 @@ async def test_idle_streams_get_keep_alive_comments() -> None:
 
 
 async def test_lgos_serve_process_answers_the_sdk() -> None:
-    with lgos_serve() as (url, _process):
+    args = ["demo.registry:create_registry", "--port", "0"]
+    with serving(args, clean_environment(), cwd=REPO) as server:
         client = AsyncOpenAI(
-            base_url=f"{url}/v1", api_key="x", _strict_response_validation=True, max_retries=0
+            base_url=f"{server.base_url}/v1",
+            api_key="x",
+            _strict_response_validation=True,
+            max_retries=0,
         )
         response = await client.responses.create(model="simple-graph", input="over a socket")
         assert response.output_text == "Here is a short answer: you said 'over a socket'."
