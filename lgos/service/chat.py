@@ -26,29 +26,17 @@ logger = logging.getLogger("lgos.chat")
 def _events(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str, streaming: bool
 ) -> Any:
-    body = decoded.body
-    config = registry.get(body.model)
+    config = registry.get(decoded.body.model)
     plan = plan_run(config, answers=decoded.answers)
-    request = graph_request(
-        config,
-        model=body.model,
-        messages=decoded.messages,
-        metadata=decoded.metadata,
-        user=body.user,
-        tools=decoded.tools,
-        tool_choice=decoded.tool_choice,
-        parallel_tool_calls=body.parallel_tool_calls,
-    )
+    request = graph_request(config, decoded)
     return run_events(registry, config, request, plan, scope=scope, streaming=streaming)
 
 
 async def create(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str
 ) -> dict[str, Any]:
-    encoder = ChatEncoder(decoded.body.model)
-    return encoder.completion(
-        await run_to_end(_events(registry, decoded, scope=scope, streaming=False))
-    )
+    event = await run_to_end(_events(registry, decoded, scope=scope, streaming=False))
+    return ChatEncoder(decoded.body.model).completion(event)
 
 
 async def open_stream(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
@@ -21,17 +21,34 @@ from lgos.wire import ids
 DEFAULT_SCOPE = "default"
 
 
-def graph_request(
-    config: GraphConfig,
-    *,
-    model: str,
-    messages: tuple[BaseMessage, ...],
-    metadata: Mapping[str, str],
-    user: str | None,
-    tools: tuple[ClientFunctionTool, ...],
-    tool_choice: ToolChoice,
-    parallel_tool_calls: bool | None,
-) -> GraphRequest:
+class RequestBody(Protocol):
+    @property
+    def model(self) -> str: ...
+    @property
+    def user(self) -> str | None: ...
+    @property
+    def parallel_tool_calls(self) -> bool | None: ...
+
+
+class DecodedRequest(Protocol):
+    """What both APIs' decoders produce (`DecodedChatRequest`, `DecodedResponsesRequest`)."""
+
+    @property
+    def body(self) -> RequestBody: ...
+    @property
+    def messages(self) -> tuple[BaseMessage, ...]: ...
+    @property
+    def metadata(self) -> dict[str, str]: ...
+    @property
+    def tools(self) -> tuple[ClientFunctionTool, ...]: ...
+    @property
+    def tool_choice(self) -> ToolChoice: ...
+
+
+def graph_request(config: GraphConfig, decoded: DecodedRequest) -> GraphRequest:
+    """The protocol-neutral request; validates `metadata.lgos_settings` against the graph."""
+    body = decoded.body
+    model, metadata = body.model, decoded.metadata
     raw_settings = metadata.get("lgos_settings")
     if config.client_settings is not None:
         settings = config.client_settings.from_metadata(raw_settings)
@@ -45,12 +62,12 @@ def graph_request(
         settings = None
     return GraphRequest(
         model=model,
-        messages=messages,
+        messages=decoded.messages,
         metadata={key: value for key, value in metadata.items() if key != "lgos_settings"},
-        user=user,
-        tools=tools,
-        tool_choice=tool_choice,
-        parallel_tool_calls=True if parallel_tool_calls is None else parallel_tool_calls,
+        user=body.user,
+        tools=decoded.tools,
+        tool_choice=decoded.tool_choice,
+        parallel_tool_calls=body.parallel_tool_calls is not False,
         settings=settings,
     )
 

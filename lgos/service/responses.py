@@ -73,7 +73,7 @@ def prepare(
         run_id=run_id,
     )
     # Validates lgos_settings now, so a bad setting is a 400 and never a failed run.
-    request = _request(decoded, config)
+    request = graph_request(config, decoded)
     if response_id is None:
         response_id = (
             str(ids.run_response_id(plan.run_id)) if plan.run_id is not None else ids.response_id()
@@ -95,20 +95,6 @@ def response_context(decoded: DecodedResponsesRequest, response_id: str) -> Resp
         background=decoded.background,
         store=decoded.background,
         user=body.user,
-    )
-
-
-def _request(decoded: DecodedResponsesRequest, config: GraphConfig) -> GraphRequest:
-    body = decoded.body
-    return graph_request(
-        config,
-        model=body.model,
-        messages=decoded.messages,
-        metadata=decoded.metadata,
-        user=body.user,
-        tools=decoded.tools,
-        tool_choice=decoded.tool_choice,
-        parallel_tool_calls=body.parallel_tool_calls,
     )
 
 
