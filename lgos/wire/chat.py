@@ -26,7 +26,13 @@ from lgos.wire.messages import tool_call
 from lgos.wire.responses import INTERRUPT_FUNCTION, interrupt_arguments
 from lgos.wire.sse import data_event
 from lgos.wire.tools import checked_tools, resolve_tool_choice
-from lgos.wire.validation import StrictBody, check_metadata, unsupported, validate
+from lgos.wire.validation import (
+    StrictBody,
+    check_metadata,
+    unsupported,
+    unsupported_content,
+    validate,
+)
 
 
 class TextPart(StrictBody):
@@ -262,12 +268,7 @@ def _text(content: Content | None, param: str) -> str:
         if isinstance(part, TextPart):
             texts.append(part.text)
         else:
-            raise InvalidRequestError(
-                f"Invalid '{param}[{index}].type': '{part.type}' content is not supported; send "
-                "text.",
-                param=f"{param}[{index}].type",
-                code="unsupported_value",
-            )
+            raise unsupported_content(f"{param}[{index}]", part.type)
     return "".join(texts)
 
 

@@ -25,7 +25,13 @@ from lgos.run.request import ClientFunctionTool, NamedToolChoice, ToolChoice
 from lgos.wire.messages import assistant_with_calls, tool_call
 from lgos.wire.responses import INTERRUPT_FUNCTION
 from lgos.wire.tools import checked_tools, resolve_tool_choice
-from lgos.wire.validation import StrictBody, check_metadata, unsupported, validate
+from lgos.wire.validation import (
+    StrictBody,
+    check_metadata,
+    unsupported,
+    unsupported_content,
+    validate,
+)
 
 
 class InputText(StrictBody):
@@ -400,12 +406,7 @@ def _text_of(content: str | list[Any], param: str) -> str:
         elif isinstance(part, Refusal):
             texts.append(part.refusal)
         else:
-            raise InvalidRequestError(
-                f"Invalid '{param}[{index}].type': '{part.type}' content is not supported; send "
-                "text.",
-                param=f"{param}[{index}].type",
-                code="unsupported_value",
-            )
+            raise unsupported_content(f"{param}[{index}]", part.type)
     return "".join(texts)
 
 

@@ -161,3 +161,12 @@ def unsupported(param: str, detail: str = "") -> InvalidRequestError:
         param=param,
         code="unsupported_parameter",
     )
+
+
+def unsupported_content(param: str, part_type: str) -> InvalidRequestError:
+    """A message content part other than text (images, audio, files)."""
+    return InvalidRequestError(
+        f"Invalid '{param}.type': '{part_type}' content is not supported; send text.",
+        param=f"{param}.type",
+        code="unsupported_value",
+    )
