@@ -13,6 +13,7 @@ serve *args:
 
 # Install everything the whole test suite uses (idempotent; a fresh machine needs it once).
 setup:
+    bash scripts/setup-postgres.sh
     uv sync --all-extras --all-groups --quiet
     bash scripts/setup-test-env.sh
 
