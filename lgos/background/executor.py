@@ -83,12 +83,15 @@ def prepare_job(
     job: BackgroundJob, engine_run_id: str, registry: GraphRegistry
 ) -> responses.PreparedResponse:
     decoded = responses_request.decode(job.request)
-    return responses.prepare(
+    prepared = responses.prepare(
         registry,
         decoded,
         response_id=str(ids.RunResponseId(job.run_id, engine_run_id)),
         run_id=job.run_id,
     )
+    # The Response was created when the API accepted the job, not when a worker took it.
+    prepared.context.created_at = job.created_at
+    return prepared
 
 
 async def execute_background_job(
@@ -177,6 +180,8 @@ def placeholder_snapshot(
     response = responses.response_context(
         decoded, str(ids.RunResponseId(job.run_id, engine_run_id))
     )
+    # The job (stored by every engine) holds the create time: the same on every poll and API.
+    response.created_at = job.created_at
     if status == "failed":
         return response.snapshot("failed", error=failure(SERVER_ERROR_MESSAGE))
     return response.snapshot(status)

@@ -104,6 +104,7 @@ class BackgroundRoutes:
         # The stream's first two events. A retry that found the run already created keeps
         # the stored ones: the log never replaces an existing sequence number.
         context_ = responses.response_context(decoded, run.response_id)
+        context_.created_at = run.job.created_at
         await self.events.append(
             run.id, [frame_event(frame) for frame in ResponsesStream(context_).queued()]
         )
