@@ -40,7 +40,8 @@ else:
 
 APP_DIR = Path(__file__).resolve().parents[1]
 REPO = APP_DIR.parents[1]
-SHOTS = REPO / "docs" / "img" / "chainlit"
+# Gitignored: `just docs-images` copies them into docs/img/chainlit/ for the docs pages.
+SHOTS = REPO / "build" / "screenshots" / "chainlit"
 PG_ADMIN_URL = os.environ.get("LGOS_TEST_POSTGRES_ADMIN", "postgresql://postgres@127.0.0.1:5432")
 CHROMIUM = os.environ.get("LGOS_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -123,11 +124,11 @@ class LgosServer:
     background engine is the in-memory one, which is enough for one process.
     """
 
-    def __init__(self, log: Path, postgres_uri: str | None) -> None:
+    def __init__(self, log: Path, postgres_uri: str | None, background: str = "memory") -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
-        self.env = {**os.environ, "LGOS_BACKGROUND": "memory"}
+        self.env = {**os.environ, "LGOS_BACKGROUND": background}
         self.env.pop("LGOS_POSTGRES_URI", None)
         if postgres_uri:
             self.env["LGOS_POSTGRES_URI"] = postgres_uri
@@ -174,6 +175,30 @@ def lgos_server(logs_dir: Path) -> Iterator[LgosServer | None]:
         server.stop()
         if durable:
             drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def chainlit_without_worker(logs_dir: Path) -> Iterator[ChainlitApp]:
+    """Chainlit on an LGOS that queues background runs on DBOS but has no worker at all, so
+    a run stays queued: what a user sees when the workers are down."""
+    api_db = f"lgos_api_noworker_test_{secrets.token_hex(4)}"
+    ui_db = f"lgos_chainlit_noworker_test_{secrets.token_hex(4)}"
+    if not create_database(api_db):
+        pytest.skip("psycopg is not installed: DBOS needs PostgreSQL")
+    server = LgosServer(logs_dir / "lgos-noworker.log", f"{PG_ADMIN_URL}/{api_db}", "dbos")
+    app = ChainlitApp(
+        server.base_url, f"{PG_ADMIN_URL}/{ui_db}", logs_dir / "chainlit-noworker.log"
+    )
+    try:
+        server.start()
+        app.start()
+        yield app
+    finally:
+        app.stop()
+        server.stop()
+        python = str(APP_DIR / ".venv" / "bin" / "python")
+        subprocess.run([python, str(APP_DIR / "setup_db.py"), "--drop", app.env["DATABASE_URL"]])
+        drop_database(api_db)
 
 
 @pytest.fixture(scope="session")

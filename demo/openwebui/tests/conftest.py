@@ -10,6 +10,7 @@ that leaves the machine aborted.
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -124,20 +125,45 @@ def gateway(
 
 
 @pytest.fixture(scope="session")
+def idle_function(openwebui_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A third Pipe, ``lgos_idle``, on an LGOS that queues background runs on DBOS and has no
+    worker at all: a run stays queued, as when every worker is down."""
+    psycopg = pytest.importorskip("psycopg", reason="DBOS needs PostgreSQL (lgos[postgres])")
+    admin = os.environ.get("LGOS_TEST_POSTGRES_ADMIN", "postgresql://postgres@127.0.0.1:5432")
+    name = f"lgos_owui_idle_{secrets.token_hex(4)}"
+    with psycopg.connect(f"{admin}/postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    log = tmp_path_factory.mktemp("lgos-idle") / "lgos.log"
+    port = free_port()
+    uri = f"{admin}/{name}"
+    try:
+        env = {**os.environ, "LGOS_BACKGROUND": "dbos", "LGOS_POSTGRES_URI": uri}
+        lgos = Path(sys.executable).with_name("lgos")
+        command = [str(lgos), "serve", "demo.registry:create_registry", "--host", "127.0.0.1"]
+        process = start([*command, "--port", str(port)], log, env)
+        try:
+            url = f"http://127.0.0.1:{port}/v1"
+            wait_for(f"{url}/models", process, log)
+            sync = [sys.executable, str(OPENWEBUI_DIR / "sync.py"), "--url", openwebui_url]
+            subprocess.run([*sync, "--lgos-url", url, "--function-id", "lgos_idle"], check=True)
+            yield "lgos_idle"
+        finally:
+            stop(process)
+    finally:
+        with psycopg.connect(f"{admin}/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
 def admin_token(openwebui_url: str) -> str:
     """Token of Open WebUI's single user (WEBUI_AUTH=false), an admin."""
-    token = http_json(
-        "POST", f"{openwebui_url}/api/v1/auths/signin", {"email": "", "password": ""}
-    )["token"]
-    # Mark this version's "What's New" as seen, so that it does not cover the chat.
-    version = http_json("GET", f"{openwebui_url}/api/config")["version"]
-    http_json(
-        "POST",
-        f"{openwebui_url}/api/v1/users/user/settings/update",
-        {"ui": {"version": version}},
-        token,
+    # Nothing else is prepared here: what the first page shows (no "What's New" modal) is
+    # what sync.py left, as for a user of `just demo/up`.
+    return str(
+        http_json("POST", f"{openwebui_url}/api/v1/auths/signin", {"email": "", "password": ""})[
+            "token"
+        ]
     )
-    return token
 
 
 @pytest.fixture

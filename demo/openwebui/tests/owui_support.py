@@ -24,7 +24,8 @@ from playwright.sync_api import Page
 HERE = Path(__file__).resolve().parent
 OPENWEBUI_DIR = HERE.parent
 REPO = OPENWEBUI_DIR.parent.parent
-SCREENSHOTS = REPO / "docs" / "img" / "openwebui"
+# Gitignored: `just docs-images` copies them into docs/img/openwebui/ for the docs pages.
+SCREENSHOTS = REPO / "build" / "screenshots" / "openwebui"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 # Root needs --no-sandbox; the rest keep Chromium from calling Google's services.
 CHROMIUM_ARGS = [
