@@ -38,9 +38,30 @@ type-check:
 # Everything CI checks besides the tests: lint, types, docs.
 check: lint type-check docs
 
-# Build the documentation site strictly (warnings fail).
+# Build the documentation site strictly (warnings fail); it works offline (Mermaid bundled).
 docs *args:
+    bash scripts/docs-assets.sh
     NO_MKDOCS_2_WARNING=1 uv run mkdocs build --strict {{ args }}
+
+# Copy the screenshots the browser tests took (build/screenshots/) into docs/img/.
+docs-images:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    shopt -s nullglob
+    copied=0
+    for ui in chainlit openwebui; do
+        shots=(build/screenshots/$ui/*.png)
+        [[ ${#shots[@]} -gt 0 ]] || continue
+        mkdir -p docs/img/$ui
+        cp "${shots[@]}" docs/img/$ui/
+        copied=$((copied + ${#shots[@]}))
+    done
+    if [[ $copied -eq 0 ]]; then
+        echo "no screenshots in build/screenshots/: run the browser tests first" >&2
+        echo "  uv run pytest demo/chainlit/tests demo/openwebui/tests" >&2
+        exit 1
+    fi
+    echo "copied $copied screenshots into docs/img/"
 
 # Benchmarks: LGOS against a bare graph and the reference product (`just bench --quick`).
 bench *args:

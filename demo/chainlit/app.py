@@ -64,6 +64,9 @@ DEFAULT_MODEL = os.environ.get("LGOS_CHAINLIT_DEFAULT_MODEL", "simple-graph")
 # the polling over; the old session's task (its page is gone) is cancelled, so the result is
 # shown and stored once.
 pollers: dict[str, asyncio.Task[Any]] = {}
+# Reviews whose answer this process is sending right now: a session that resumes the thread
+# meanwhile must not offer the card again.
+answering: set[str] = set()
 
 
 # ---------------------------------------------------------------- persistence layer
@@ -211,7 +214,16 @@ async def setup_chat(restored: dict[str, Any] | None = None) -> None:
     specs = ui.setting_specs(client_settings) if model.has_lgos else []
     cl.user_session.set(MODEL, model)
     cl.user_session.set(SPECS, specs)
-    values = restored or {}
+    settings = await cl.ChatSettings(settings_widgets(model, specs, restored or {})).send()
+    cl.user_session.set(VALID_SETTINGS, dict(settings or {}))
+    if not model.has_lgos and restored is None:
+        await cl.Message(content=ui.profile_description(model)).send()
+
+
+def settings_widgets(
+    model: ui.ModelInfo, specs: list[ui.SettingSpec], values: dict[str, Any]
+) -> list[InputWidget]:
+    """The settings panel: the app's own switches, then the graph's settings."""
     widgets: list[InputWidget] = [
         Switch(
             id=ui.STREAM_SWITCH,
@@ -226,16 +238,13 @@ async def setup_chat(restored: dict[str, Any] | None = None) -> None:
                 id=ui.BACKGROUND_SWITCH,
                 label="Run in background",
                 initial=bool(values.get(ui.BACKGROUND_SWITCH, False)),
-                description="Queue the run and poll it; Stop cancels it.",
+                description="The run goes on on the server, also when you leave; Stop cancels it.",
             )
         )
     for spec in specs:
         value = ui.coerce(spec, values.get(spec.key, spec.default))
         widgets.append(widget(spec, value))
-    settings = await cl.ChatSettings(widgets).send()
-    cl.user_session.set(VALID_SETTINGS, dict(settings or {}))
-    if not model.has_lgos and restored is None:
-        await cl.Message(content=ui.profile_description(model)).send()
+    return widgets
 
 
 @cl.on_chat_start
@@ -257,6 +266,10 @@ async def on_settings_update(values: dict[str, Any]) -> None:
     cl.user_session.set("chat_settings", values)
     cl.user_session.set(VALID_SETTINGS, dict(values))
     if problems:
+        # The panel shows the kept values again, not the refused ones.
+        model: ui.ModelInfo = cl.user_session.get(MODEL)
+        await cl.ChatSettings(settings_widgets(model, specs, values)).send()
+        cl.user_session.set("chat_settings", values)
         kept = "; ".join(problems)
         await cl.ErrorMessage(
             content=f"Setting not changed: {kept} The previous value is kept."
@@ -399,10 +412,7 @@ async def run_streamed(
         answer = cl.Message(content="")  # an answer that arrived without deltas
     if answer is not None:
         # The final object holds the whole answer and its citations.
-        answer.content = rendered.answer or answer.content
-        sources = ui.sources_markdown(rendered.citations, rendered.answer)
-        if sources:
-            answer.content += "\n\n" + sources
+        answer.content = answer_markdown(rendered) if rendered.answer else answer.content
         await answer.send()
     # Everything the stream carried is on the page now; finish() adds only the rest.
     return final, True
@@ -459,6 +469,10 @@ async def run_background(
                     await persist(
                         POLLED, {"response_id": live.response_id, "status_message_id": status.id}
                     )
+                    if (task := asyncio.current_task()) is not None:
+                        # A reload or a reconnect resumes the thread in a new session, which
+                        # then polls the run in place of this stream (see resume_polling).
+                        pollers[live.response_id] = task
                     if on_accepted:
                         await on_accepted()
                 elif kind in ("response.queued", "response.in_progress"):
@@ -472,6 +486,8 @@ async def run_background(
             cl.logger.warning("background stream broke (%s); polling instead", exc)
         finally:
             await live.stop()
+            if pollers.get(live.response_id) is asyncio.current_task():
+                del pollers[live.response_id]
     if not live.response_id:
         raise RuntimeError("The background stream ended before the run was created.")
     if not final:  # the stream broke or ended early: the run goes on, poll it
@@ -732,9 +748,13 @@ async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
             )
         await persist(PENDING, None)
 
-    refused = await run_turn(
-        outputs, previous_response_id=response_id, on_accepted=accepted, answers_review=True
-    )
+    answering.add(response_id)
+    try:
+        refused = await run_turn(
+            outputs, previous_response_id=response_id, on_accepted=accepted, answers_review=True
+        )
+    finally:
+        answering.discard(response_id)
     if refused is not None or cl.user_session.get(PENDING) is record:
         # Refused, or the request failed before the server took it: ask again.
         record["answers"] = {}
@@ -829,8 +849,9 @@ async def on_chat_resume(thread: dict[str, Any]) -> None:
         bool(record),
         bool(polled),
     )
-    if record:
-        # The cards come back from the data layer; one saved mid-send is offered again.
+    if record and record["response_id"] not in answering:
+        # The cards come back from the data layer; one saved mid-send (the process that sent
+        # it is gone) is offered again.
         record["answers"] = {}
         for call in record["calls"]:
             await update_card(record, call, state="pending")

@@ -31,6 +31,8 @@ class Chat:
 
     def login(self) -> None:
         self.page.goto(self.url)
+        # The login asks for a username (demo), not for Chainlit's default "Email address".
+        expect(self.page.get_by_text("Username", exact=True)).to_be_visible()
         self.page.fill("#email", "demo")
         self.page.fill("#password", "demo")
         self.page.get_by_role("button", name=re.compile("continue|sign in|log ?in", re.I)).click()
