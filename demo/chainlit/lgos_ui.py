@@ -401,8 +401,9 @@ def status_line(
     return f"Background run: **{labels.get(status, status)}** after {seconds} s"
 
 
-# A gateway's wrapping of an upstream error: "litellm.BadRequestError: OpenAIException - {json}".
-WRAPPED_ERROR = re.compile(r"Exception - (\{.*\})\s*$", re.S)
+# A gateway's wrapping of an upstream error: "litellm.BadRequestError: OpenAIException -
+# {json}", possibly followed by more of the gateway's own text.
+WRAPPED_ERROR = "Exception - {"
 
 
 def readable_error(message: str, body: Any) -> str:
@@ -410,11 +411,11 @@ def readable_error(message: str, body: Any) -> str:
     error = body.get("error", body) if isinstance(body, dict) else None
     text = str(error.get("message") or message) if isinstance(error, dict) else str(message)
     for _ in range(3):  # gateways may wrap more than once
-        found = WRAPPED_ERROR.search(text)
-        if not found:
+        start = text.find(WRAPPED_ERROR)
+        if start < 0:
             break
         try:
-            inner = json.loads(found.group(1))
+            inner, _end = json.JSONDecoder().raw_decode(text, start + len(WRAPPED_ERROR) - 1)
         except ValueError:
             break
         inner_error = inner.get("error", inner) if isinstance(inner, dict) else None

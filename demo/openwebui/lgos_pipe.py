@@ -128,25 +128,35 @@ async def gateway_catalog(client: httpx.AsyncClient) -> dict[str, dict[str, Any]
     }
 
 
-# A gateway's wrapping of an upstream error: "litellm.BadRequestError: OpenAIException - {json}".
-_WRAPPED = re.compile(r"Exception - (\{.*\})\s*$", re.S)
+# A gateway's wrapping of an upstream error: "litellm.BadRequestError: OpenAIException -
+# {json}", possibly followed by more of the gateway's own text.
+_WRAPPED = "Exception - {"
+
+
+def _unwrap(error: dict[str, Any]) -> dict[str, Any]:
+    """The innermost error object a gateway wrapped in its message (LGOS's own)."""
+    for _ in range(3):  # gateways may wrap more than once
+        message = str(error.get("message") or "")
+        start = message.find(_WRAPPED)
+        if start < 0:
+            break
+        try:
+            inner, _end = json.JSONDecoder().raw_decode(message, start + len(_WRAPPED) - 1)
+        except ValueError:
+            break
+        inner = inner.get("error", inner) if isinstance(inner, dict) else None
+        if not isinstance(inner, dict) or not inner.get("message"):
+            break
+        error = inner
+    return error
 
 
 def _error_message(response: httpx.Response) -> tuple[str, str | None]:
     """LGOS's own message and `param`, also when a gateway wrapped them in its text."""
     try:
-        error = response.json()["error"]
-    except (ValueError, KeyError, TypeError):
+        error = _unwrap(response.json()["error"])
+    except (ValueError, KeyError, TypeError, AttributeError):
         return f"HTTP {response.status_code}: {response.text[:500]}", None
-    for _ in range(3):
-        found = _WRAPPED.search(str(error.get("message") or ""))
-        if not found:
-            break
-        try:
-            inner = json.loads(found.group(1))
-            error = inner.get("error", inner)
-        except (ValueError, AttributeError):
-            break
     return str(error.get("message") or f"HTTP {response.status_code}"), error.get("param")
 
 

@@ -202,6 +202,7 @@ def test_gateway_wrapped_errors_show_the_lgos_message() -> None:
         }
     }
     wrapped = "litellm.BadRequestError: OpenAIException - " + json.dumps(inner)
+    wrapped += "\nLiteLLM: model group 'g' failed with the error above. No fallback was attempted."
     body = {"error": {"message": wrapped, "type": None, "param": None, "code": "400"}}
     assert ui.readable_error("Error code: 400", body) == inner["error"]["message"]
     assert ui.readable_error("plain", None) == "plain"

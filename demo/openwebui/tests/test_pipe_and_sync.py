@@ -110,7 +110,11 @@ def test_gateway_wrapped_error_shows_the_lgos_message() -> None:
             "param": "metadata.lgos_settings",
         }
     }
-    body = {"error": {"message": "litellm.BadRequestError: OpenAIException - " + json.dumps(inner)}}
+    wrapped = "litellm.BadRequestError: OpenAIException - " + json.dumps(inner)
+    # LiteLLM adds a sentence of its own after the JSON.
+    body = {
+        "error": {"message": wrapped + "\nLiteLLM: model group 'g' failed with the error above."}
+    }
     message, param = pipe._error_message(httpx.Response(400, json=body))
     assert message == "Invalid runtime setting for delay_seconds: too big."
     assert param == "metadata.lgos_settings"
