@@ -3,7 +3,7 @@
 Builds the site (`mkdocs build --strict`, Mermaid fetched once by scripts/docs-assets.sh) into
 a temporary folder, serves it on loopback and opens the home page in Debian's Chromium with
 every request that leaves the machine aborted and recorded: the flow diagram must be drawn
-(an SVG in place of its source) and the page must have asked for nothing outside.
+(Material's drawn diagram in place of its source) and the page must have asked for nothing outside.
 """
 
 from __future__ import annotations
@@ -67,10 +67,15 @@ def test_home_page_draws_its_diagram_offline(site: str, playwright: object) -> N
 
         page.route(OFF_MACHINE, refuse)
         page.goto(f"{site}/", wait_until="domcontentloaded")
-        # Material replaces the diagram's source with the drawn SVG once Mermaid ran.
-        drawn = page.locator(".mermaid svg").first
+        # Material replaces the diagram's source (a <pre class="mermaid">) with a <div
+        # class="mermaid"> that holds the drawn SVG in a closed shadow root once Mermaid ran.
+        drawn = page.locator("div.mermaid").first
         sync_api.expect(drawn).to_be_visible(timeout=60_000)
-        sync_api.expect(drawn).to_contain_text("HTTP routes")
+        sync_api.expect(page.locator("pre.mermaid")).to_have_count(0)
+        sync_api.expect(page.get_by_text("flowchart LR")).to_have_count(0)
+        box = drawn.bounding_box()
+        assert box is not None
+        assert box["height"] > 100, box  # a drawn diagram, not an empty box
     finally:
         browser.close()
     assert outside == [], outside

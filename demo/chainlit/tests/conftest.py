@@ -314,3 +314,33 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 def screenshot_dir() -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     return SHOTS
+
+
+class Timings:
+    """Send → visible times of the flows the docs report, written to build/timings/.
+
+    Measured, never asserted: the machine's load decides them.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.rows: list[tuple[str, float]] = []
+
+    def record(self, step: str, started: float) -> None:
+        self.rows.append((step, round(time.monotonic() - started, 2)))
+
+    def save(self) -> None:
+        if not self.rows:
+            return
+        folder = REPO / "build" / "timings"
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / f"{self.name}.jsonl").open("a") as out:
+            for step, seconds in self.rows:
+                out.write(f'{{"step": "{step}", "seconds": {seconds}}}\n')
+
+
+@pytest.fixture(scope="session")
+def timings() -> Iterator[Timings]:
+    found = Timings("chainlit")
+    yield found
+    found.save()

@@ -8,6 +8,7 @@ a screenshot under build/screenshots/chainlit/ (`just docs-images` copies them i
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,12 +129,14 @@ def chat(chainlit, new_page, logs_dir: Path, request: pytest.FixtureRequest) -> 
         print(f"failure screenshot: {shot}")
 
 
-def test_simple_graph_streams_the_answer(chat: Chat, screenshot_dir: Path) -> None:
+def test_simple_graph_streams_the_answer(chat: Chat, screenshot_dir: Path, timings) -> None:
     chat.pick_model("simple-graph")
+    started = time.monotonic()
     chat.send("Hello from Chainlit")
     expect(
         chat.page.get_by_text("Here is a short answer: you said 'Hello from Chainlit'.")
     ).to_be_visible()
+    timings.record("simple answer", started)
     # A setting from the graph's schema (a select) changes the next answer.
     chat.change_settings(select={"audience": "expert"})
     chat.send("Second question")
@@ -206,13 +209,16 @@ def test_bounded_setting_shows_its_range(chat: Chat) -> None:
     ],
 )
 def test_background_review_card(
-    chat: Chat, screenshot_dir: Path, choice: str, outcome: str, count: int
+    chat: Chat, screenshot_dir: Path, choice: str, outcome: str, count: int, timings
 ) -> None:
     chat.pick_model("background-interrupt")
     chat.change_settings(background=True, slider="min")  # delay_seconds = 0
+    started = time.monotonic()
     chat.send("Quarterly risks")
     # A paused run waits for the reviewer: it is never labelled "Completed".
     expect(chat.page.get_by_text(WAITING)).to_have_count(1)
+    expect(chat.card()).to_be_visible()
+    timings.record("review appears", started)
     expect(chat.page.get_by_text(COMPLETED)).to_have_count(0)
     card = chat.card()
     expect(card.locator("[data-role=question]")).to_have_text("Approve the prepared report?")
@@ -225,11 +231,13 @@ def test_background_review_card(
     expect(card.get_by_role("textbox")).to_have_count(0)
     if choice == "Approve":
         chat.shot(screenshot_dir, "review-card")
+    started = time.monotonic()
     chat.answer_review(choice)
     chat.expect_answered(choice.lower())
     # The continuation ran in the background too and completed.
     expect(chat.page.get_by_text(COMPLETED)).to_have_count(1)
     expect(chat.page.get_by_text(outcome, exact=True)).to_have_count(count)
+    timings.record("approve → report" if choice == "Approve" else "reject → answer", started)
     # No extra bubble repeats the answer: the card holds it.
     expect(chat.page.get_by_text(f"Your answer: {choice.lower()}", exact=True)).to_have_count(0)
     chat.shot(screenshot_dir, f"background-review-{choice.lower()}")
@@ -288,16 +296,20 @@ def test_refused_answer_shows_the_graph_message_and_asks_again(
     expect(chat.page.get_by_text("Background report for: Typo check", exact=True)).to_have_count(2)
 
 
-def test_deep_research_plan_card_then_cited_report(chat: Chat, screenshot_dir: Path) -> None:
+def test_deep_research_plan_card_then_cited_report(
+    chat: Chat, screenshot_dir: Path, timings
+) -> None:
     chat.pick_model("deep-research")
     chat.send("Solar storage")  # foreground and streamed: the switch is off by default
     card = chat.card()
     expect(card.locator("[data-role=question]")).to_contain_text("Approve this research plan")
     expect(card.locator("[data-role=content]")).to_contain_text("Risks for 'Solar storage'")
     expect(card.get_by_role("textbox", name="Your feedback")).to_be_visible()
+    started = time.monotonic()
     chat.answer_review("Approve")
     chat.expect_answered("approve")
     expect(chat.page.get_by_role("heading", name="Research report: Solar storage")).to_be_visible()
+    timings.record("deep-research approve → report", started)
     # Chip [n] opens document n of the report's own numbered source list.
     sources = chat.page.get_by_role("heading", name="Sources").locator(
         "xpath=following-sibling::ol[1]/li"
@@ -315,7 +327,7 @@ def test_deep_research_plan_card_then_cited_report(chat: Chat, screenshot_dir: P
     chat.shot(screenshot_dir, "deep-research")
 
 
-def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path) -> None:
+def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path, timings) -> None:
     chat.pick_model("background-mock")
     chat.change_settings(background=True, slider="max")  # delay_seconds = 300
     chat.send("A very long report")
@@ -324,8 +336,10 @@ def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path) -> None
     expect(
         chat.page.get_by_text(re.compile(r"In progress \(\d+ s\) · Preparing the report"))
     ).to_be_visible()
+    started = time.monotonic()
     chat.page.locator("#stop-button").click()
     expect(chat.page.get_by_text(re.compile(r"Background run: Cancelled"))).to_be_visible()
+    timings.record("stop → cancelled", started)
     expect(chat.page.get_by_text(re.compile(r"Background report for"))).to_have_count(0)
     chat.shot(screenshot_dir, "stop-background")
 

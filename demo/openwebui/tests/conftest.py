@@ -25,6 +25,7 @@ from owui_support import (
     OPENWEBUI_DIR,
     REPO,
     Gateway,
+    Timings,
     free_port,
     http_json,
     start,
@@ -204,3 +205,10 @@ def page(owui_browser: Browser, admin_token: str) -> Iterator[Page]:
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture(scope="session")
+def timings() -> Iterator[Timings]:
+    found = Timings("openwebui")
+    yield found
+    found.save()

@@ -96,13 +96,17 @@ def test_first_page_has_no_modal_and_offers_the_graph_starters(
     expect(page.get_by_role("dialog")).to_have_count(0)
 
 
-def test_simple_graph_streams_answer(page: Page, openwebui_url: str, user_valves: Any) -> None:
+def test_simple_graph_streams_answer(
+    page: Page, openwebui_url: str, user_valves: Any, timings: Any
+) -> None:
     user_valves()
     open_chat(page, openwebui_url, "lgos.simple-graph")
+    started = time.monotonic()
     send(page, "Hello from the browser")
 
     # The graph echoes the question in its answer, streamed through the Pipe.
     expect(last_answer(page)).to_contain_text("Hello from the browser")
+    timings.record("simple answer", started)
     expect(status_line(page)).to_have_text("Done")
     expect_finished(page)
     screenshot(page, "simple-graph")
@@ -161,14 +165,16 @@ def test_out_of_range_setting_is_explained_with_the_allowed_values(
     [("Approve", f"Background report for: {TOPIC}"), ("Reject", "was rejected")],
 )
 def test_background_review_card(
-    page: Page, openwebui_url: str, user_valves: Any, choice: str, outcome: str
+    page: Page, openwebui_url: str, user_valves: Any, choice: str, outcome: str, timings: Any
 ) -> None:
     user_valves(run_in_background=True, delay_seconds=0)
     open_chat(page, openwebui_url, "lgos.background-interrupt")
+    started = time.monotonic()
     send(page, TOPIC)
 
     card = review_card(page)
     expect(card).to_contain_text("Approve the prepared report?")
+    timings.record("review appears", started)
     expect(card.get_by_role("button", name=re.compile("^Approve"))).to_be_visible()
     expect(card.get_by_role("button", name=re.compile("^Reject"))).to_be_visible()
     # The card sits in the chat, not in a modal; the answer shows what is being reviewed.
@@ -178,6 +184,7 @@ def test_background_review_card(
     expect(status_line(page)).to_have_text("Waiting for your review")
     if choice == "Approve":
         screenshot(page, "review-card")
+    started = time.monotonic()
     card.get_by_role("button", name=re.compile(f"^{choice}")).click()
 
     expect(card).to_be_hidden()
@@ -186,6 +193,7 @@ def test_background_review_card(
         re.compile(rf"Your answer: {choice.lower()} · \d\d:\d\d:\d\d UTC")
     )
     expect(answer).to_contain_text(outcome)
+    timings.record("approve → report" if choice == "Approve" else "reject → answer", started)
     expect(status_line(page)).to_have_text("Done")
     expect_finished(page)
     screenshot(page, f"review-{choice.lower()}")
@@ -256,7 +264,7 @@ def test_refused_answer_shows_the_graph_message_and_asks_again(
 
 
 def test_stop_cancels_background_run(
-    page: Page, openwebui_url: str, lgos_url: str, user_valves: Any
+    page: Page, openwebui_url: str, lgos_url: str, user_valves: Any, timings: Any
 ) -> None:
     # Five minutes: the run can only end early if Stop cancels it.
     user_valves(run_in_background=True, delay_seconds=300)
@@ -266,8 +274,10 @@ def test_stop_cancels_background_run(
     # The step the graph reports is on the status line, with the time since the create.
     expect(status_line(page)).to_have_text(re.compile(r"Running \(\d+ s\) · Preparing the report"))
     response_id = background_response_id(page)
+    started = time.monotonic()
     page.get_by_role("button", name="Stop").click()
     expect(status_line(page)).to_have_text("Cancelled")
+    timings.record("stop → cancelled", started)
     expect_finished(page)
     screenshot(page, "stopped")
     # Stop cancels Open WebUI's task; the Pipe then cancels the Response on the server.
@@ -292,7 +302,7 @@ def test_timer_counts_while_no_worker_takes_the_run(
 
 
 def test_deep_research_chip_n_names_document_n(
-    page: Page, openwebui_url: str, admin_token: str, user_valves: Any
+    page: Page, openwebui_url: str, admin_token: str, user_valves: Any, timings: Any
 ) -> None:
     user_valves(run_in_background=True, depth="quick")
     open_chat(page, openwebui_url, "lgos.deep-research")
@@ -300,10 +310,12 @@ def test_deep_research_chip_n_names_document_n(
 
     card = review_card(page)
     expect(card).to_contain_text("Approve this research plan")
+    started = time.monotonic()
     card.get_by_role("button", name=re.compile("^Approve")).click()
 
     answer = last_answer(page)
     expect(answer).to_contain_text("Research report: Sea kites")
+    timings.record("deep-research approve → report", started)
     expect(status_line(page)).to_have_text("Done")
     expect_finished(page)
     # The report numbers its documents in its own Sources list ("n. [title](url)"), and
