@@ -249,7 +249,18 @@ def settings_widgets(
 
 @cl.on_chat_start
 async def on_chat_start() -> None:
-    await setup_chat()
+    try:
+        await setup_chat()
+    except APIConnectionError as exc:
+        await show_unreachable(exc)
+
+
+async def show_unreachable(exc: APIConnectionError) -> None:
+    """An outage in words: which server, and what to do, not a bare "Connection error."."""
+    await cl.ErrorMessage(
+        content=f"Could not reach the server at {BASE_URL} ({exc.message}). "
+        "Check that it runs, then reload the page or send your message again."
+    ).send()
 
 
 @cl.on_settings_update
@@ -342,10 +353,7 @@ async def run_turn(
         await show_api_error(exc)
         return None
     except APIConnectionError as exc:
-        await cl.ErrorMessage(
-            content=f"Could not reach the server at {BASE_URL} ({exc.message}). "
-            "Check that it runs, then send your message again."
-        ).send()
+        await show_unreachable(exc)
         return None
     finally:
         cl.user_session.set(ACTIVE, None)
@@ -795,7 +803,11 @@ def typed_answer_call(record: dict[str, Any] | None) -> str | None:
 @cl.on_message
 async def on_message(message: cl.Message) -> None:
     if cl.user_session.get(MODEL) is None:
-        await setup_chat()
+        try:
+            await setup_chat()
+        except APIConnectionError as exc:
+            await show_unreachable(exc)
+            return
     record = cl.user_session.get(PENDING)
     call_id = typed_answer_call(record)
     if call_id:
@@ -839,7 +851,11 @@ async def on_chat_resume(thread: dict[str, Any]) -> None:
     if isinstance(metadata, str):
         metadata = json.loads(metadata)
     cl.user_session.set(HISTORY, metadata.get(HISTORY) or [])
-    await setup_chat(restored=metadata.get("chat_settings") or {})
+    try:
+        await setup_chat(restored=metadata.get("chat_settings") or {})
+    except APIConnectionError as exc:
+        await show_unreachable(exc)
+        return
     record = metadata.get(PENDING)
     cl.user_session.set(PENDING, record)
     polled = metadata.get(POLLED)
