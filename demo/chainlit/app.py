@@ -52,6 +52,7 @@ SPECS = "lgos_setting_specs"
 MODEL = "lgos_model"
 VALID_SETTINGS = "lgos_valid_settings"  # the last settings that passed validation
 REVIEW_ACTION = "lgos_review"
+PAUSED_STATUS = "lgos_paused_status"  # in memory: the status line of a run that paused
 REVIEW_CARD = "ReviewCard"  # public/elements/ReviewCard.jsx
 # Example prompts per model, shown on an empty chat (demo/starters.json; absent: none).
 STARTERS_FILE = Path(
@@ -544,6 +545,8 @@ class LiveStatus:
         self.status = response.get("status") or self.status
         paused = bool(ui.split_output(response.get("output") or []).reviews)
         await self.show(paused=paused)
+        # The review card takes this line over: it says when the review was answered.
+        cl.user_session.set(PAUSED_STATUS, self.message.id if paused else None)
 
 
 async def poll_until_terminal(response: dict[str, Any], status: cl.Message) -> dict[str, Any]:
@@ -689,7 +692,12 @@ def review_card(message_id: str, element_id: str | None, props: dict[str, Any]) 
 
 async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
     """One review card per pending question; the whole review is saved at once."""
-    record: dict[str, Any] = {"response_id": response_id, "calls": [], "answers": {}}
+    record: dict[str, Any] = {
+        "response_id": response_id,
+        "calls": [],
+        "answers": {},
+        "status_message_id": cl.user_session.get(PAUSED_STATUS),
+    }
     for call in calls:
         question = ui.parse_review(call)
         message = cl.Message(content=ui.review_summary(question))
@@ -754,6 +762,10 @@ async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
                 decision=record["answers"][cid],
                 answered_at=answered_at,
             )
+        if record.get("status_message_id"):
+            await cl.Message(
+                id=record["status_message_id"], content="Background run: **Review answered**"
+            ).update()
         await persist(PENDING, None)
 
     answering.add(response_id)

@@ -234,8 +234,10 @@ def test_background_review_card(
     started = time.monotonic()
     chat.answer_review(choice)
     chat.expect_answered(choice.lower())
-    # The continuation ran in the background too and completed.
+    # The continuation ran in the background too and completed; the paused run's line says
+    # that its review was answered (never "Completed").
     expect(chat.page.get_by_text(COMPLETED)).to_have_count(1)
+    expect(chat.page.get_by_text("Background run: Review answered")).to_have_count(1)
     expect(chat.page.get_by_text(outcome, exact=True)).to_have_count(count)
     timings.record("approve → report" if choice == "Approve" else "reject → answer", started)
     # No extra bubble repeats the answer: the card holds it.
