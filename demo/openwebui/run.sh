@@ -39,6 +39,14 @@ export WEBUI_AUTH="${WEBUI_AUTH:-false}"
 # database on the first one.
 export ENABLE_PERSISTENT_CONFIG=false
 
+# Open WebUI keeps its data in SQLite under DATA_DIR unless OPENWEBUI_DATABASE_URL says
+# otherwise; a DATABASE_URL meant for another program (Chainlit's) must not redirect it.
+if [[ -n "${OPENWEBUI_DATABASE_URL:-}" ]]; then
+    export DATABASE_URL="$OPENWEBUI_DATABASE_URL"
+else
+    unset DATABASE_URL
+fi
+
 # A new chat opens on this model (the Pipe names its models "lgos.<graph>").
 export DEFAULT_MODELS="${OPENWEBUI_DEFAULT_MODEL:-lgos.simple-graph}"
 
