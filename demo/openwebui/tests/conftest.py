@@ -43,7 +43,7 @@ def lgos_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL (ending in /v1) of a real ``lgos serve`` with the demo graphs.
 
     OPENWEBUI_TEST_LGOS_URL points the tests at a server that is already running instead
-    (e.g. the LiteLLM gateway of a running stack).
+    (e.g. the LiteLLM gateway of a running stack, with its key in OPENWEBUI_TEST_LGOS_KEY).
     """
     if os.environ.get("OPENWEBUI_TEST_LGOS_URL"):
         yield os.environ["OPENWEBUI_TEST_LGOS_URL"].rstrip("/")
@@ -59,6 +59,12 @@ def lgos_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         stop(process)
+
+
+@pytest.fixture(scope="session")
+def lgos_key() -> str | None:
+    """The key for ``lgos_url`` (a gateway's); None for LGOS itself."""
+    return os.environ.get("OPENWEBUI_TEST_LGOS_KEY") or None
 
 
 @pytest.fixture(scope="session")
@@ -85,6 +91,8 @@ def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
             url,
             "--lgos-url",
             lgos_url,
+            "--lgos-key",
+            os.environ.get("OPENWEBUI_TEST_LGOS_KEY", ""),
         ]
         # A short poll interval keeps the background tests quick; users keep the 1 s default.
         subprocess.run([*sync, "--poll-interval", "0.25"], check=True)

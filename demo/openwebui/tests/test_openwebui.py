@@ -264,7 +264,12 @@ def test_refused_answer_shows_the_graph_message_and_asks_again(
 
 
 def test_stop_cancels_background_run(
-    page: Page, openwebui_url: str, lgos_url: str, user_valves: Any, timings: Any
+    page: Page,
+    openwebui_url: str,
+    lgos_url: str,
+    lgos_key: str | None,
+    user_valves: Any,
+    timings: Any,
 ) -> None:
     # Five minutes: the run can only end early if Stop cancels it.
     user_valves(run_in_background=True, delay_seconds=300)
@@ -281,7 +286,7 @@ def test_stop_cancels_background_run(
     expect_finished(page)
     screenshot(page, "stopped")
     # Stop cancels Open WebUI's task; the Pipe then cancels the Response on the server.
-    assert_cancelled(f"{lgos_url}/responses/{response_id}")
+    assert_cancelled(f"{lgos_url}/responses/{response_id}", lgos_key)
 
 
 def test_timer_counts_while_no_worker_takes_the_run(
