@@ -290,7 +290,8 @@ def test_refused_answer_shows_the_graph_message_and_asks_again(
     chat.page.fill("#chat-input", "maybe")
     chat.page.locator("#chat-submit").click()
     card = chat.card()
-    expect(card.get_by_role("alert")).to_contain_text("'approve' or 'reject'")  # the graph's own words
+    # The graph's own words.
+    expect(card.get_by_role("alert")).to_contain_text("'approve' or 'reject'")
     expect(card).to_have_attribute("data-state", "pending")
     chat.shot(screenshot_dir, "review-refused")
     chat.answer_review("Approve")

@@ -254,7 +254,7 @@ def test_refused_answer_shows_the_graph_message_and_asks_again(
     send(page, "maybe")
     answer = last_answer(page)
     expect(answer).to_contain_text("The answer was not accepted")
-    expect(answer).to_contain_text("'approve' or 'reject'")  # the graph's own words
+    expect(answer).to_contain_text("'approve' or 'reject'")
     card = review_card(page)
     expect(card).to_contain_text("Approve the prepared report?")
     screenshot(page, "review-refused")
