@@ -23,7 +23,7 @@ from demo.graphs.models import (
     chat_model,
     real_model_config,
 )
-from lgos.errors import ConfigurationError
+from lgos import ConfigurationError
 from tests.demo.support import demo_app, sdk_client
 
 FAKE = ScriptedChatModel(script=lambda _messages: "fake")

@@ -12,14 +12,11 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from demo.graphs.review import interruptible_approval_graph
-from lgos.errors import RunBusyError
-from lgos.integrations.postgres import (
-    PostgresRunCoordinator,
-    RunCapacityError,
-    open_postgres_resources,
-)
-from lgos.run.coordinator import RunCoordinator
+from lgos.core.coordinator import RunCoordinator
+from lgos.core.errors import RunBusyError
+from lgos.integrations.postgres import PostgresRunCoordinator, RunCapacityError
 from lgos.server import ServerResources, ServerSettings
+from lgos.server.resources import open_resources
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -32,8 +29,8 @@ def settings(uri: str, pool_size: int = 4) -> ServerSettings:
 async def replicas(module_database: str) -> AsyncIterator[tuple[ServerResources, ServerResources]]:
     """Two independent resource sets (own pools) on one database: two API replicas."""
     async with AsyncExitStack() as stack:
-        first = await stack.enter_async_context(open_postgres_resources(settings(module_database)))
-        second = await stack.enter_async_context(open_postgres_resources(settings(module_database)))
+        first = await stack.enter_async_context(open_resources(settings(module_database)))
+        second = await stack.enter_async_context(open_resources(settings(module_database)))
         yield first, second
 
 
@@ -163,7 +160,7 @@ async def test_a_holder_cancelled_again_during_release_still_releases(
 
 async def test_leases_cannot_take_the_whole_pool(module_database: str) -> None:
     """Half the pool is for leases; the rest keeps checkpoint I/O and the pause index going."""
-    async with open_postgres_resources(settings(module_database, pool_size=4)) as resources:
+    async with open_resources(settings(module_database, pool_size=4)) as resources:
         limited = PostgresRunCoordinator(resources.pool, lease_wait_seconds=0.2)
         assert limited.max_leases == 2
         async with limited.lease("slot-1"), limited.lease("slot-2"):
@@ -180,7 +177,7 @@ async def test_leases_cannot_take_the_whole_pool(module_database: str) -> None:
 
 
 async def test_a_lease_waits_for_a_free_slot(module_database: str) -> None:
-    async with open_postgres_resources(settings(module_database, pool_size=2)) as resources:
+    async with open_resources(settings(module_database, pool_size=2)) as resources:
         limited = PostgresRunCoordinator(resources.pool, lease_wait_seconds=10)
         assert limited.max_leases == 1
         entered_second = asyncio.Event()
@@ -238,7 +235,7 @@ async def test_pause_index(
 
 async def test_expired_pauses_are_found_through_the_index(module_database: str) -> None:
     async with (
-        open_postgres_resources(settings(module_database)),
+        open_resources(settings(module_database)),
         await psycopg.AsyncConnection.connect(module_database, autocommit=True) as conn,
     ):
         await conn.execute("SET enable_seqscan = off")

@@ -15,8 +15,8 @@ import pytest
 from openai.types.responses import Response, ResponseFunctionToolCall
 
 from lgos import delete_expired_interrupt_runs
-from lgos.integrations.postgres import open_postgres_resources
 from lgos.server import ServerSettings
+from lgos.server.resources import open_resources
 from tests.postgres.processes import LgosServer, start_lgos
 from tests.postgres.side_effect_registry import MODEL as COUNTED_MODEL
 from tests.postgres.side_effect_registry import SIDE_EFFECTS_TABLE
@@ -239,7 +239,7 @@ async def test_a_run_killed_mid_execution_is_swept_after_the_ttl(
         f"WHERE thread_id = '{thread_id}' RETURNING thread_id",
     )
     settings = ServerSettings(POSTGRES_URI=database, POSTGRES_POOL_SIZE=2)
-    async with open_postgres_resources(settings) as resources:
+    async with open_resources(settings) as resources:
         deleted = await delete_expired_interrupt_runs(
             resources.checkpointer, resources.run_coordinator, older_than=timedelta(days=30)
         )

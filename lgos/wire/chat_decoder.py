@@ -1,9 +1,7 @@
-"""Chat Completions: request decoding, the completion object and its chunk stream."""
+"""Chat Completions requests: the body's schema and its decoding into messages and answers."""
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -17,22 +15,19 @@ from langchain_core.messages import (
 )
 from pydantic import BaseModel, ConfigDict, Field
 
-from lgos.errors import InvalidRequestError
-from lgos.run.events import Citation, Finished, Interrupted, Usage
-from lgos.run.request import ClientFunctionTool, ToolChoice
-from lgos.wire import ids
-from lgos.wire.errors import SERVER_ERROR_MESSAGE
-from lgos.wire.messages import tool_call
-from lgos.wire.responses import INTERRUPT_FUNCTION, interrupt_arguments
-from lgos.wire.sse import data_event
-from lgos.wire.tools import checked_tools, resolve_tool_choice
-from lgos.wire.validation import (
+from lgos.core.errors import InvalidRequestError
+from lgos.core.request import ClientFunctionTool, ToolChoice
+from lgos.wire.decoding import (
     StrictBody,
     check_metadata,
+    checked_tools,
+    resolve_tool_choice,
+    tool_call,
     unsupported,
     unsupported_content,
     validate,
 )
+from lgos.wire.interrupts import INTERRUPT_FUNCTION
 
 
 class TextPart(StrictBody):
@@ -326,154 +321,3 @@ def _trailing_interrupt_answers(
             return None
         answers[message.tool_call_id] = str(message.content)
     return answers or None
-
-
-def url_annotations(citations: tuple[Citation, ...]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "url_citation",
-            "url_citation": {
-                "url": citation.url,
-                "title": citation.title,
-                "start_index": citation.start_index,
-                "end_index": citation.end_index,
-            },
-        }
-        for citation in citations
-    ]
-
-
-def usage_object(usage: Usage | None) -> dict[str, Any] | None:
-    if usage is None:
-        return None
-    return {
-        "prompt_tokens": usage.input_tokens,
-        "completion_tokens": usage.output_tokens,
-        "total_tokens": usage.total_tokens,
-        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
-        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
-    }
-
-
-def tool_calls(event: Finished | Interrupted) -> list[dict[str, Any]]:
-    if isinstance(event, Interrupted):
-        return [
-            {
-                "id": ids.interrupt_call_id(event.run_id, pending.id),
-                "type": "function",
-                "function": {"name": INTERRUPT_FUNCTION, "arguments": interrupt_arguments(pending)},
-            }
-            for pending in event.interrupts
-        ]
-    return [
-        {
-            "id": call.get("id") or ids.tool_call_id(),
-            "type": "function",
-            "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
-        }
-        for call in event.message.tool_calls
-    ]
-
-
-class ChatEncoder:
-    """One completion's JSON object or chunk stream; all chunks share id, created and model."""
-
-    __slots__ = ("_created", "_id", "_include_usage", "_model", "_prefix")
-
-    def __init__(self, model: str, *, include_usage: bool = False) -> None:
-        self._id = ids.chat_completion_id()
-        self._created = int(time.time())
-        self._model = model
-        self._include_usage = include_usage
-        # Everything before the choices, serialized once per stream rather than per chunk.
-        self._prefix = {
-            "id": self._id,
-            "object": "chat.completion.chunk",
-            "created": self._created,
-            "model": self._model,
-            "system_fingerprint": None,
-            "service_tier": "default",
-        }
-
-    def completion(self, event: Finished | Interrupted) -> dict[str, Any]:
-        calls = tool_calls(event)
-        text = event.text
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": text if text or not calls else None,
-            "refusal": None,
-            "annotations": (
-                url_annotations(event.citations) if isinstance(event, Finished) else []
-            ),
-        }
-        if calls:
-            message["tool_calls"] = calls
-        usage = event.usage if isinstance(event, Finished) else None
-        return {
-            "id": self._id,
-            "object": "chat.completion",
-            "created": self._created,
-            "model": self._model,
-            "system_fingerprint": None,
-            "service_tier": "default",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "logprobs": None,
-                    "finish_reason": "tool_calls" if calls else "stop",
-                }
-            ],
-            "usage": usage_object(usage),
-        }
-
-    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        chunk = {
-            **self._prefix,
-            "choices": [
-                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-            ],
-        }
-        if self._include_usage:
-            chunk["usage"] = None
-        return data_event(chunk)
-
-    def start(self) -> bytes:
-        return self._chunk({"role": "assistant", "content": ""})
-
-    def text_delta(self, text: str) -> bytes:
-        return self._chunk({"content": text})
-
-    def end(self, event: Finished | Interrupted) -> list[bytes]:
-        frames = []
-        calls = tool_calls(event)
-        if calls:
-            frames.append(
-                self._chunk({"tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]})
-            )
-        frames.append(self._chunk({}, "tool_calls" if calls else "stop"))
-        if self._include_usage:
-            usage = event.usage if isinstance(event, Finished) else None
-            frames.append(
-                data_event(
-                    {
-                        **self._prefix,
-                        "choices": [],
-                        "usage": usage_object(usage) or usage_object(Usage()),
-                    }
-                )
-            )
-        return frames
-
-    @staticmethod
-    def error(message: str = SERVER_ERROR_MESSAGE) -> bytes:
-        return data_event(
-            {
-                "error": {
-                    "message": message,
-                    "type": "server_error",
-                    "param": None,
-                    "code": "server_error",
-                }
-            }
-        )

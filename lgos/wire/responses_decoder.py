@@ -20,18 +20,20 @@ from langchain_core.messages import (
 )
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
-from lgos.errors import InvalidRequestError
-from lgos.run.request import ClientFunctionTool, NamedToolChoice, ToolChoice
-from lgos.wire.messages import assistant_with_calls, tool_call
-from lgos.wire.responses import INTERRUPT_FUNCTION
-from lgos.wire.tools import checked_tools, resolve_tool_choice
-from lgos.wire.validation import (
+from lgos.core.errors import InvalidRequestError
+from lgos.core.request import ClientFunctionTool, NamedToolChoice, ToolChoice
+from lgos.wire.decoding import (
     StrictBody,
+    assistant_with_calls,
     check_metadata,
+    checked_tools,
+    resolve_tool_choice,
+    tool_call,
     unsupported,
     unsupported_content,
     validate,
 )
+from lgos.wire.interrupts import INTERRUPT_FUNCTION
 
 
 class InputText(StrictBody):
@@ -530,3 +532,71 @@ def _resume_tail_start(items: list[Any]) -> int:
         else:
             break
     return start
+
+
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+
+
+def idempotency_key(headers: Mapping[str, str], decoded: DecodedResponsesRequest) -> str | None:
+    """The client's Idempotency-Key: a header, or LiteLLM's body `extra_headers`."""
+    key = next((headers[name] for name in IDEMPOTENCY_HEADERS if name in headers), None)
+    if key is None:
+        key = decoded.body_idempotency_key
+    if key is None:
+        return None
+    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise InvalidRequestError(
+            "Invalid 'Idempotency-Key': expected 1 to 255 characters.",
+            param="Idempotency-Key",
+            code="invalid_value",
+        )
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieveQuery:
+    """`GET /v1/responses/{id}`'s query: poll, or stream the events after `starting_after`."""
+
+    stream: bool
+    starting_after: int | None
+
+
+def decode_retrieve_query(params: Mapping[str, str]) -> RetrieveQuery:
+    # include_obfuscation: accepted and ignored (no obfuscation padding is sent).
+    stream = _boolean(params, "stream")
+    after = _starting_after(params)
+    if after is not None and not stream:
+        raise InvalidRequestError(
+            "'starting_after' is only allowed with 'stream=true'.",
+            param="starting_after",
+            code="invalid_value",
+        )
+    return RetrieveQuery(stream, after)
+
+
+def _boolean(params: Mapping[str, str], name: str) -> bool:
+    value = params.get(name)
+    if value is None or value.lower() == "false":
+        return False
+    if value.lower() == "true":
+        return True
+    raise InvalidRequestError(
+        f"Invalid '{name}': expected true or false.", param=name, code="invalid_value"
+    )
+
+
+def _starting_after(params: Mapping[str, str]) -> int | None:
+    value = params.get("starting_after")
+    if value is None:
+        return None
+    try:
+        after = int(value)
+    except ValueError:
+        after = -1
+    if after < 0:
+        raise InvalidRequestError(
+            "Invalid 'starting_after': expected a sequence number (an integer, 0 or more).",
+            param="starting_after",
+            code="invalid_value",
+        )
+    return after

@@ -1,14 +1,18 @@
-"""Shared request validation: JSON bodies, Pydantic errors as OpenAI 400s, metadata limits."""
+"""The decode rules both APIs share: JSON bodies, Pydantic errors as OpenAI 400s, metadata
+limits, unsupported fields, replayed function calls, client tools and `tool_choice`."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
+from langchain_core.messages import AIMessage, ToolCall
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lgos.errors import InvalidRequestError
+from lgos.core.errors import InvalidRequestError
+from lgos.core.request import ClientFunctionTool, NamedToolChoice, ToolChoice
+from lgos.wire.interrupts import INTERRUPT_FUNCTION
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -170,3 +174,70 @@ def unsupported_content(param: str, part_type: str) -> InvalidRequestError:
         param=f"{param}.type",
         code="unsupported_value",
     )
+
+
+def parse_arguments(arguments: str, param: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError:
+        raise InvalidRequestError(
+            f"Invalid '{param}': function call arguments must be a JSON object string.",
+            param=param,
+            code="invalid_value",
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidRequestError(
+            f"Invalid '{param}': function call arguments must be a JSON object.",
+            param=param,
+            code="invalid_value",
+        )
+    return value
+
+
+def tool_call(call_id: str, name: str, arguments: str, param: str) -> ToolCall:
+    return ToolCall(id=call_id, name=name, args=parse_arguments(arguments, param), type="tool_call")
+
+
+def assistant_with_calls(text: str, calls: list[ToolCall]) -> AIMessage:
+    return AIMessage(content=text, tool_calls=calls)
+
+
+def checked_tools(
+    tools: Sequence[ClientFunctionTool], name_param: Callable[[int], str]
+) -> tuple[ClientFunctionTool, ...]:
+    """Refuse duplicated names and the name LGOS uses for its own questions."""
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        if tool.name == INTERRUPT_FUNCTION or tool.name in seen:
+            raise InvalidRequestError(
+                f"Invalid '{name_param(index)}': '{tool.name}' is reserved or duplicated.",
+                param=name_param(index),
+                code="invalid_value",
+            )
+        seen.add(tool.name)
+    return tuple(tools)
+
+
+def resolve_tool_choice(
+    mode: Literal["none", "auto", "required"] | None,
+    named: str | None,
+    tools: Sequence[ClientFunctionTool],
+    *,
+    name_param: str,
+) -> ToolChoice:
+    """`mode` or a named function (`named`); both absent means "auto"."""
+    if named is not None:
+        if named not in {tool.name for tool in tools}:
+            raise InvalidRequestError(
+                f"Invalid '{name_param}': no function named '{named}' in 'tools'.",
+                param=name_param,
+                code="invalid_value",
+            )
+        return NamedToolChoice(named)
+    if mode == "required" and not tools:
+        raise InvalidRequestError(
+            "Invalid 'tool_choice': 'required' needs at least one tool.",
+            param="tool_choice",
+            code="invalid_value",
+        )
+    return mode or "auto"
