@@ -5,46 +5,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
-
-from langchain_core.messages import BaseMessage
+from typing import Any
 
 from lgos.core.client_settings import SETTINGS_PARAM
 from lgos.core.errors import InterruptConflictError, InvalidRequestError
 from lgos.core.registry import GraphConfig, GraphFeature, GraphRegistry
-from lgos.core.request import ClientFunctionTool, GraphRequest, ToolChoice
+from lgos.core.request import GraphRequest
 from lgos.core.run_events import Finished, Interrupted, RunEvent
 from lgos.run.interrupts import Resume, run_checkpointed
 from lgos.run.runner import run_graph
 from lgos.wire import ids
+from lgos.wire.decoding import DecodedRequest
 from lgos.wire.interrupts import parse_interrupt_call_id
 
 
-class RequestBody(Protocol):
-    @property
-    def model(self) -> str: ...
-    @property
-    def user(self) -> str | None: ...
-    @property
-    def parallel_tool_calls(self) -> bool | None: ...
-
-
-class DecodedRequest(Protocol):
-    """What both APIs' decoders produce (`DecodedChatRequest`, `DecodedResponsesRequest`)."""
-
-    @property
-    def body(self) -> RequestBody: ...
-    @property
-    def messages(self) -> tuple[BaseMessage, ...]: ...
-    @property
-    def metadata(self) -> dict[str, str]: ...
-    @property
-    def tools(self) -> tuple[ClientFunctionTool, ...]: ...
-    @property
-    def tool_choice(self) -> ToolChoice: ...
-
-
-def graph_request(config: GraphConfig, decoded: DecodedRequest) -> GraphRequest:
+def graph_request(config: GraphConfig, decoded: DecodedRequest[Any]) -> GraphRequest:
     """The protocol-neutral request; validates `metadata.lgos_settings` against the graph."""
     body = decoded.body
     model, metadata = body.model, decoded.metadata

@@ -6,27 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field
 
-from lgos.core.errors import InvalidRequestError
 from lgos.core.request import ClientFunctionTool, ToolChoice
-from lgos.wire.decoding import (
-    StrictBody,
-    check_metadata,
-    checked_tools,
-    resolve_tool_choice,
-    tool_call,
-    unsupported,
-    unsupported_content,
-    validate,
-)
+from lgos.wire import decoding
+from lgos.wire.decoding import StrictBody
 from lgos.wire.interrupts import INTERRUPT_FUNCTION
 
 
@@ -115,38 +100,24 @@ class ChatStreamOptions(StrictBody):
     include_obfuscation: bool | None = None
 
 
-class ChatBody(StrictBody):
-    model: str = Field(min_length=1)
+class ChatBody(decoding.ApiBody):
     messages: list[ChatMessageIn] = Field(min_length=1)
-    stream: bool | None = None
     stream_options: ChatStreamOptions | None = None
     tools: list[ChatTool] | None = None
     tool_choice: Literal["none", "auto", "required"] | NamedChoice | None = None
-    parallel_tool_calls: bool | None = None
-    metadata: dict[str, Any] | None = None
-    user: str | None = None
-    store: bool | None = None
     n: int | None = None
     # Generation controls belong to the graph: only "unset" is accepted.
-    temperature: float | None = None
-    top_p: float | None = None
     max_tokens: int | None = None
     max_completion_tokens: int | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
     logit_bias: dict[str, Any] | None = None
     logprobs: bool | None = None
-    top_logprobs: int | None = None
     seed: int | None = None
     stop: str | list[str] | None = None
     response_format: dict[str, Any] | None = None
     reasoning_effort: str | None = None
-    service_tier: str | None = None
     modalities: list[str] | None = None
     audio: dict[str, Any] | None = None
     prediction: dict[str, Any] | None = None
-    prompt_cache_key: str | None = None
-    safety_identifier: str | None = None
     verbosity: str | None = None
     web_search_options: dict[str, Any] | None = None
     functions: list[Any] | None = None
@@ -154,22 +125,16 @@ class ChatBody(StrictBody):
 
 
 _UNSET_ONLY = (
-    "temperature",
-    "top_p",
+    *decoding.GENERATION_CONTROLS,
     "max_tokens",
     "max_completion_tokens",
-    "presence_penalty",
-    "frequency_penalty",
     "logit_bias",
-    "top_logprobs",
     "seed",
     "stop",
     "reasoning_effort",
     "modalities",
     "audio",
     "prediction",
-    "prompt_cache_key",
-    "safety_identifier",
     "verbosity",
     "web_search_options",
     "functions",
@@ -179,18 +144,8 @@ _TAGS = frozenset({"system", "developer", "user", "assistant", "tool", "TextPart
 
 
 @dataclass(frozen=True, slots=True)
-class DecodedChatRequest:
-    body: ChatBody
-    messages: tuple[BaseMessage, ...]
-    metadata: dict[str, str]
-    tools: tuple[ClientFunctionTool, ...]
-    tool_choice: ToolChoice
-    # Answers to a paused run (tool messages answering lgos_interrupt calls): call id → content.
-    answers: dict[str, str] | None
-
-    @property
-    def stream(self) -> bool:
-        return bool(self.body.stream)
+class DecodedChatRequest(decoding.DecodedRequest[ChatBody]):
+    """Answers are the contents of trailing tool messages that answer lgos_interrupt calls."""
 
     @property
     def include_usage(self) -> bool:
@@ -199,32 +154,23 @@ class DecodedChatRequest:
 
 
 def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
-    body = validate(ChatBody, data, _TAGS)
-    for name in _UNSET_ONLY:
-        if getattr(body, name) is not None:
-            raise unsupported(name, "The graph decides how its models are called.")
+    body = decoding.validate(ChatBody, data, _TAGS)
+    decoding.reject_set(body, _UNSET_ONLY)
     if body.logprobs:
-        raise unsupported("logprobs")
+        raise decoding.unsupported("logprobs")
     if body.n not in (None, 1):
-        raise unsupported("n", "Graphs return one choice.")
+        raise decoding.unsupported("n", "Graphs return one choice.")
     if body.store:
-        raise unsupported("store", "Chat completions are not stored.")
-    if body.service_tier not in (None, "auto", "default"):
-        raise unsupported("service_tier")
+        raise decoding.unsupported("store", "Chat completions are not stored.")
     if body.response_format is not None and body.response_format.get("type") != "text":
-        raise unsupported("response_format", "Graphs answer in plain text.")
-    if body.stream_options is not None and not body.stream:
-        raise InvalidRequestError(
-            "Invalid 'stream_options': only allowed when 'stream' is true.",
-            param="stream_options",
-            code="invalid_value",
-        )
+        raise decoding.unsupported("response_format", "Graphs answer in plain text.")
+    decoding.check_common(body, body.stream_options)
     tools = _tools(body)
     messages, answers = _messages(body)
     return DecodedChatRequest(
         body=body,
         messages=messages,
-        metadata=check_metadata(body.metadata),
+        metadata=decoding.check_metadata(body.metadata),
         tools=tools,
         tool_choice=_tool_choice(body, tools),
         answers=answers,
@@ -241,30 +187,24 @@ def _tools(body: ChatBody) -> tuple[ClientFunctionTool, ...]:
         )
         for tool in body.tools or ()
     ]
-    return checked_tools(tools, lambda index: f"tools[{index}].function.name")
+    return decoding.checked_tools(tools, lambda index: f"tools[{index}].function.name")
 
 
 def _tool_choice(body: ChatBody, tools: tuple[ClientFunctionTool, ...]) -> ToolChoice:
     choice = body.tool_choice
     if isinstance(choice, NamedChoice):
-        return resolve_tool_choice(
+        return decoding.resolve_tool_choice(
             None, choice.function.name, tools, name_param="tool_choice.function.name"
         )
-    return resolve_tool_choice(choice, None, tools, name_param="tool_choice.function.name")
+    return decoding.resolve_tool_choice(choice, None, tools, name_param="tool_choice.function.name")
 
 
 def _text(content: Content | None, param: str) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    texts = []
-    for index, part in enumerate(content):
-        if isinstance(part, TextPart):
-            texts.append(part.text)
-        else:
-            raise unsupported_content(f"{param}[{index}]", part.type)
-    return "".join(texts)
+    if content is None or isinstance(content, str):
+        return content or ""
+    return decoding.joined_text(
+        content, param, lambda part: part.text if isinstance(part, TextPart) else None
+    )
 
 
 def _messages(body: ChatBody) -> tuple[tuple[BaseMessage, ...], dict[str, str] | None]:
@@ -282,7 +222,7 @@ def _messages(body: ChatBody) -> tuple[tuple[BaseMessage, ...], dict[str, str] |
             for position, call in enumerate(message.tool_calls or ()):
                 call_names[call.id] = call.function.name
                 calls.append(
-                    tool_call(
+                    decoding.tool_call(
                         call.id,
                         call.function.name,
                         call.function.arguments,
@@ -292,18 +232,14 @@ def _messages(body: ChatBody) -> tuple[tuple[BaseMessage, ...], dict[str, str] |
             text = _text(message.content, f"{param}.content")
             messages.append(AIMessage(content=text, tool_calls=calls))
         else:
-            if message.tool_call_id not in call_names or message.tool_call_id in answered:
-                raise InvalidRequestError(
-                    f"Invalid '{param}.tool_call_id': it does not answer an earlier tool call, "
-                    "or answers it twice.",
-                    param=f"{param}.tool_call_id",
-                    code="invalid_value",
-                )
-            answered.add(message.tool_call_id)
             messages.append(
-                ToolMessage(
-                    content=_text(message.content, f"{param}.content"),
-                    tool_call_id=message.tool_call_id,
+                decoding.tool_output(
+                    message.tool_call_id,
+                    _text(message.content, f"{param}.content"),
+                    calls=call_names,
+                    answered=answered,
+                    param=f"{param}.tool_call_id",
+                    problem="it does not answer an earlier tool call, or answers it twice.",
                 )
             )
     return tuple(messages), _trailing_interrupt_answers(messages, call_names)

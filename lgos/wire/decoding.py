@@ -4,11 +4,12 @@ limits, unsupported fields, replayed function calls, client tools and `tool_choi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
 
-from langchain_core.messages import AIMessage, ToolCall
-from pydantic import BaseModel, ConfigDict, ValidationError
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lgos.core.errors import InvalidRequestError
 from lgos.core.request import ClientFunctionTool, NamedToolChoice, ToolChoice
@@ -22,6 +23,89 @@ class StrictBody(BaseModel):
     not a boolean and "2" is not a number in an API request)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ApiBody(StrictBody):
+    """The fields both APIs' request bodies share."""
+
+    model: str = Field(min_length=1)
+    stream: bool | None = None
+    metadata: dict[str, Any] | None = None
+    user: str | None = None
+    parallel_tool_calls: bool | None = None
+    store: bool | None = None
+    service_tier: str | None = None
+    # Generation controls belong to the graph: only "unset" is accepted (see `reject_set`).
+    temperature: float | None = None
+    top_p: float | None = None
+    top_logprobs: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    prompt_cache_key: str | None = None
+    safety_identifier: str | None = None
+
+
+Body = TypeVar("Body", bound=ApiBody)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRequest(Generic[Body]):
+    """What both APIs' decoders produce: the validated body and the graph's view of it."""
+
+    body: Body
+    messages: tuple[BaseMessage, ...]
+    metadata: dict[str, str]
+    tools: tuple[ClientFunctionTool, ...]
+    tool_choice: ToolChoice
+    # Answers to a paused run (outputs answering lgos_interrupt calls): call id → output.
+    # None for an ordinary request.
+    answers: dict[str, str] | None
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.stream)
+
+
+# The shared fields a graph decides for itself; each API adds its own (`reject_set`).
+GENERATION_CONTROLS = (
+    "temperature",
+    "top_p",
+    "top_logprobs",
+    "presence_penalty",
+    "frequency_penalty",
+    "prompt_cache_key",
+    "safety_identifier",
+)
+
+
+def reject_set(body: ApiBody, names: Iterable[str]) -> None:
+    """Refuse any of these fields unless unset: the graph decides how its models are called."""
+    for name in names:
+        if getattr(body, name) is not None:
+            raise unsupported(name, "The graph decides how its models are called.")
+
+
+def check_common(body: ApiBody, stream_options: object) -> None:
+    """The rules both APIs apply to the shared fields (after their own generation controls)."""
+    if stream_options is not None and not body.stream:
+        raise InvalidRequestError(
+            "Invalid 'stream_options': only allowed when 'stream' is true.",
+            param="stream_options",
+            code="invalid_value",
+        )
+    if body.service_tier not in (None, "auto", "default"):
+        raise unsupported("service_tier")
+
+
+def joined_text(parts: Iterable[Any], param: str, text_of: Callable[[Any], str | None]) -> str:
+    """The text of content parts; a part `text_of` has no text for is refused by index."""
+    texts = []
+    for index, part in enumerate(parts):
+        text = text_of(part)
+        if text is None:
+            raise unsupported_content(f"{param}[{index}]", part.type)
+        texts.append(text)
+    return "".join(texts)
 
 
 # Names pydantic puts into error locations for union members; they are not request fields.
@@ -196,6 +280,24 @@ def parse_arguments(arguments: str, param: str) -> dict[str, Any]:
 
 def tool_call(call_id: str, name: str, arguments: str, param: str) -> ToolCall:
     return ToolCall(id=call_id, name=name, args=parse_arguments(arguments, param), type="tool_call")
+
+
+def tool_output(
+    call_id: str,
+    content: str,
+    *,
+    calls: Mapping[str, str],
+    answered: set[str],
+    param: str,
+    problem: str,
+) -> ToolMessage:
+    """A replayed tool output; refused unless it answers an earlier call, and only once."""
+    if call_id not in calls or call_id in answered:
+        raise InvalidRequestError(
+            f"Invalid '{param}': {problem}", param=param, code="invalid_value"
+        )
+    answered.add(call_id)
+    return ToolMessage(content=content, tool_call_id=call_id)
 
 
 def assistant_with_calls(text: str, calls: list[ToolCall]) -> AIMessage:
