@@ -25,7 +25,12 @@ from lgos.wire import ids
 from tests.background.conftest import Deployment, is_message
 from tests.background.test_conformance import NO_DELAY, finished, step_seen, topic
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.processes,
+    pytest.mark.timeout(600),
+]
 
 
 @pytest.fixture

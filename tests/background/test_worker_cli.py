@@ -9,6 +9,9 @@ import pytest
 from tests.background.conftest import LGOS, REGISTRY, ROOT
 from tests.server.processes import clean_environment
 
+# Starts real processes (or a browser): slower than the suite-wide timeout on a busy host.
+pytestmark = pytest.mark.timeout(600)
+
 
 def run_worker(**env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

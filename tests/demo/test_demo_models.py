@@ -124,6 +124,7 @@ async def _wait_ready(base_url: str) -> None:
 
 
 @pytest.mark.processes
+@pytest.mark.timeout(600)
 @pytest.mark.anyio
 async def test_simple_graph_answers_through_a_configured_real_model(
     upstream: str, monkeypatch: pytest.MonkeyPatch

@@ -50,6 +50,7 @@ def table_versions(uri: str, table: str) -> list[int]:
 
 
 @pytest.mark.processes
+@pytest.mark.timeout(600)
 def test_replicas_migrating_at_once_all_start(database: str) -> None:
     processes = [
         subprocess.Popen(

@@ -21,7 +21,12 @@ from tests.postgres.processes import LgosServer, start_lgos
 from tests.postgres.side_effect_registry import MODEL as COUNTED_MODEL
 from tests.postgres.side_effect_registry import SIDE_EFFECTS_TABLE
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.processes,
+    pytest.mark.timeout(600),
+]
 
 DEMO = "demo.registry:create_registry"
 COUNTED = "tests.postgres.side_effect_registry:create_registry"

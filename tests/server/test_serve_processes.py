@@ -32,7 +32,7 @@ from tests.server.processes import (
 )
 from tests.server.sample_app.registry import ANSWER
 
-pytestmark = [pytest.mark.processes, pytest.mark.slow]
+pytestmark = [pytest.mark.processes, pytest.mark.slow, pytest.mark.timeout(600)]
 
 # A prompt the logs must never contain.
 PROMPT = "my card number is 4111-1111-1111-1111"

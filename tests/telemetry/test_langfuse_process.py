@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from tests.server.processes import SAMPLE_REGISTRY, clean_environment, serving
 from tests.server.sample_app.registry import ANSWER
 
-pytestmark = [pytest.mark.processes, pytest.mark.slow]
+pytestmark = [pytest.mark.processes, pytest.mark.slow, pytest.mark.timeout(600)]
 
 TRACES_PATH = "/api/public/otel/v1/traces"
 
