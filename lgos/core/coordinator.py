@@ -11,12 +11,11 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from lgos.core.errors import RunBusyError
 
 
-@runtime_checkable
 class RunCoordinator(Protocol):
     def lease(self, key: str) -> AbstractAsyncContextManager[None]:
         """Hold `key` exclusively; raise `RunBusyError` at once when another holder has it.

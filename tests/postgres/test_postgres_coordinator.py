@@ -6,13 +6,14 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 import pytest
 from langchain_core.messages import HumanMessage
 
 from demo.graphs.review import interruptible_approval_graph
-from lgos.core.coordinator import RunCoordinator
+from lgos.core.coordinator import InMemoryRunCoordinator, RunCoordinator
 from lgos.core.errors import RunBusyError
 from lgos.integrations.postgres import PostgresRunCoordinator, RunCapacityError
 from lgos.server import ServerResources, ServerSettings
@@ -59,8 +60,48 @@ async def lgos_locks_held(uri: str) -> int:
         return int(row[0])
 
 
-async def test_implements_the_protocol(replicas: tuple[ServerResources, ServerResources]) -> None:
-    assert isinstance(coordinator(replicas[0]), RunCoordinator)
+@pytest.mark.parametrize("kind", ["postgres", "memory"])
+async def test_keeps_the_run_coordinator_contract(
+    kind: str, replicas: tuple[ServerResources, ServerResources]
+) -> None:
+    """What the runner relies on, checked the same way on both implementations: a lease is
+    exclusive and fails fast, it is released on exit and on cancellation, and the pause
+    index records, finds and forgets a run."""
+    runs: RunCoordinator = (
+        coordinator(replicas[0]) if kind == "postgres" else InMemoryRunCoordinator()
+    )
+    key = f"contract-{kind}"
+    async with runs.lease(key):
+        with pytest.raises(RunBusyError):
+            async with runs.lease(key):
+                pytest.fail("a second holder entered a held lease")
+        await runs.mark_paused(key)
+    async with runs.lease(key):  # released on exit
+        pass
+
+    entered = asyncio.Event()
+
+    async def hold() -> None:
+        async with runs.lease(key):
+            entered.set()
+            await asyncio.Event().wait()
+
+    holder = asyncio.create_task(hold())
+    await entered.wait()
+    holder.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await holder
+    async with runs.lease(key):  # released on cancellation
+        pass
+
+    paused_at = await runs.paused_at(key)
+    assert paused_at is not None
+    later = datetime.now(UTC) + timedelta(minutes=1)
+    assert key in await runs.paused_before(later, 100)
+    assert key not in await runs.paused_before(paused_at - timedelta(minutes=1), 100)
+    await runs.mark_done(key)
+    assert await runs.paused_at(key) is None
+    assert key not in await runs.paused_before(later, 100)
 
 
 async def test_a_lease_excludes_every_other_holder_on_any_replica(
@@ -123,7 +164,9 @@ async def test_a_cancelled_holder_releases_its_lease(
 
 
 async def test_a_holder_cancelled_again_during_release_still_releases(
-    replicas: tuple[ServerResources, ServerResources], module_database: str
+    replicas: tuple[ServerResources, ServerResources],
+    monkeypatch: pytest.MonkeyPatch,
+    module_database: str,
 ) -> None:
     """A second cancel lands while the unlock runs: the shielded release finishes anyway."""
     first, second = (coordinator(r) for r in replicas)
@@ -134,11 +177,22 @@ async def test_a_holder_cancelled_again_during_release_still_releases(
             entered.set()
             await asyncio.Event().wait()
 
+    # Hold the release at its start, so the second cancel surely lands while it runs.
+    unlocking, finish_unlock = asyncio.Event(), asyncio.Event()
+    unlock = first._unlock
+
+    async def gated_unlock(*args: Any) -> None:
+        unlocking.set()
+        await finish_unlock.wait()
+        await unlock(*args)
+
+    monkeypatch.setattr(first, "_unlock", gated_unlock)
     holder = asyncio.create_task(hold())
     await entered.wait()
     holder.cancel()
-    await asyncio.sleep(0)  # let the holder reach its shielded release, then cancel again
+    await unlocking.wait()  # the holder is inside its shielded release now
     holder.cancel()
+    finish_unlock.set()
     with pytest.raises(asyncio.CancelledError):
         await holder
 
@@ -188,7 +242,12 @@ async def test_a_lease_waits_for_a_free_slot(module_database: str) -> None:
 
         async with limited.lease("first"):
             waiter = asyncio.create_task(second())
-            await asyncio.sleep(0)
+
+            async def queued_for_a_slot() -> bool:
+                # The second lease is parked on the slot semaphore (CPython's waiter queue).
+                return bool(limited._slots._waiters)
+
+            await wait_until(queued_for_a_slot, "the second lease waits for a slot")
             assert not entered_second.is_set()
         await waiter
         assert entered_second.is_set()

@@ -2,7 +2,8 @@
 
 Each test drives the page as a person would (log in, pick a model in the profile menu, change
 settings in the settings panel, type, click) and asserts only on what the page shows. Each saves
-a screenshot under docs/img/chainlit/ that the docs page embeds.
+a screenshot under build/screenshots/chainlit/ (`just docs-images` refreshes the copies
+the docs page embeds, in docs/img/chainlit/).
 """
 
 from __future__ import annotations
