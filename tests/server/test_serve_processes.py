@@ -222,20 +222,23 @@ def test_terminal_output(args: list[str], json_lines: bool) -> None:
         assert " INFO    uvicorn.error: Uvicorn running on http://127.0.0.1:" in line
 
 
+def startup_complete(record: dict[str, Any]) -> bool:
+    return bool(record["message"] == "Application startup complete.")
+
+
 def test_reload_serves_the_edited_registry(tmp_path: Path) -> None:
     """--reload restarts the server when a source file changes, and serves the new code."""
     shutil.copytree(SAMPLE_DIR / "sample_app", tmp_path / "sample_app")
     args = [SAMPLE_REGISTRY, "--port", "0", "--reload"]
     with processes.serving(args, clean_environment(), cwd=tmp_path) as server:
-        started = lambda r: r["message"] == "Application startup complete."  # noqa: E731
-        server.wait_for_record(started)
+        server.wait_for_record(startup_complete)
         ask(server, "req-reload-1")
         node_record(server, "req-reload-1")
 
         registry = tmp_path / "sample_app" / "registry.py"
         edited = "Hello from the edited sample app."
         registry.write_text(registry.read_text().replace(ANSWER, edited))
-        server.wait_for_record(started, count=2)
+        server.wait_for_record(startup_complete, count=2)
         completion = openai_client(server).chat.completions.create(
             model="sample", messages=[{"role": "user", "content": "hello"}]
         )
