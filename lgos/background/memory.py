@@ -100,7 +100,7 @@ class InMemoryBackgroundBackend:
             await asyncio.gather(task, return_exceptions=True)
             # A task cancelled before it first ran never reached its own handlers.
             self._tasks.pop(run_id, None)
-            if self._runs[run_id].status in {"queued", "in_progress"}:
+            if not self._runs[run_id].terminal:
                 self._set(run_id, status="cancelled")
 
     def _set(self, run_id: str, **changes: Any) -> None:

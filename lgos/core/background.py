@@ -16,7 +16,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,18 @@ TERMINAL_EVENT_FOR_STATUS: Mapping[str, str] = {
     status: f"response.{status}" for status in FINAL_RESPONSE_STATUSES
 }
 TERMINAL_EVENTS: frozenset[str] = frozenset(TERMINAL_EVENT_FOR_STATUS.values())
+
+
+def engine_statuses(**ours: Iterable[str]) -> dict[str, ResponseStatus]:
+    """An engine's own status names → ours: `engine_statuses(queued=["ENQUEUED"], ...)`."""
+    statuses: dict[str, ResponseStatus] = {}
+    for status, names in ours.items():
+        if status not in TERMINAL_STATUSES | {"queued", "in_progress"}:
+            raise ValueError(f"{status!r} is not a Response status")
+        statuses.update(dict.fromkeys(names, cast(ResponseStatus, status)))
+    return statuses
+
+
 # The first sequence number a worker writes: 0 and 1 are the API's created and queued events.
 FIRST_WORKER_SEQUENCE = 2
 

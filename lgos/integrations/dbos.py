@@ -37,7 +37,7 @@ from lgos.core.background import (
     BackgroundJob,
     BackgroundRun,
     ResponseEventLog,
-    ResponseStatus,
+    engine_statuses,
 )
 from lgos.core.errors import ConfigurationError
 from lgos.integrations.postgres import (
@@ -82,15 +82,13 @@ _MIGRATION_LOCK_TIMEOUT_SECONDS = 600.0
 _EXECUTOR_LOCK_TIMEOUT_SECONDS = 30.0
 _RETENTION_BATCH = 500
 
-_STATUS: dict[str, ResponseStatus] = {
-    "ENQUEUED": "queued",
-    "DELAYED": "queued",
-    "PENDING": "in_progress",
-    "SUCCESS": "completed",
-    "ERROR": "failed",
-    "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "failed",
-    "CANCELLED": "cancelled",
-}
+_STATUS = engine_statuses(
+    queued=["ENQUEUED", "DELAYED"],
+    in_progress=["PENDING"],
+    completed=["SUCCESS"],
+    failed=["ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"],
+    cancelled=["CANCELLED"],
+)
 _FINISHED = [name for name, status in _STATUS.items() if status in TERMINAL_STATUSES]
 
 

@@ -34,7 +34,7 @@ from hatchet_sdk.runnables.workflow import Standalone
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lgos.background.executor import JobExecutor
-from lgos.core.background import BackgroundJob, BackgroundRun, ResponseEventLog, ResponseStatus
+from lgos.core.background import BackgroundJob, BackgroundRun, ResponseEventLog, engine_statuses
 from lgos.core.errors import ConfigurationError
 
 __all__ = [
@@ -61,13 +61,14 @@ DEFAULT_IDEMPOTENCY_TTL = timedelta(hours=24)
 # Without an engine the SDK's trigger hangs instead of failing; bound every engine call.
 ENGINE_CALL_TIMEOUT_SECONDS = 30.0
 
-_STATUS: dict[str, ResponseStatus] = {
-    "QUEUED": "queued",
-    "RUNNING": "in_progress",
-    "COMPLETED": "completed",
-    "FAILED": "failed",
-    "CANCELLED": "cancelled",
-}
+# Hatchet names its statuses as we do, in capitals (and says RUNNING for in progress).
+_STATUS = engine_statuses(
+    queued=["QUEUED"],
+    in_progress=["RUNNING"],
+    completed=["COMPLETED"],
+    failed=["FAILED"],
+    cancelled=["CANCELLED"],
+)
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
 
 

@@ -46,10 +46,12 @@ def servers() -> Iterator[list[Process]]:
 
 def start_lgos(registry: str, database: str, extra_env: dict[str, str] | None) -> Process:
     env = clean_environment(
-        LGOS_POSTGRES_URI=database,
-        LGOS_BACKGROUND="none",
-        LGOS_INTERRUPT_SWEEP_INTERVAL_MINUTES="0",
-        **(extra_env or {}),
+        **{
+            "LGOS_POSTGRES_URI": database,
+            "LGOS_BACKGROUND": "none",
+            "LGOS_INTERRUPT_SWEEP_INTERVAL_MINUTES": "0",
+            **(extra_env or {}),
+        }
     )
     server = lgos("serve", registry, "--host", "127.0.0.1", "--port", "0", env=env)
     try:
