@@ -21,6 +21,23 @@ setup:
 test *args: setup
     uv run pytest {{ args }}
 
+# Copy the screenshots the browser tests took (build/screenshots/) over the docs' pictures.
+docs-images:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    shopt -s nullglob
+    shots=(build/screenshots/*/*.png)
+    if [ ${#shots[@]} -eq 0 ]; then
+        echo "no screenshots in build/screenshots/: run the browser tests first" >&2
+        exit 1
+    fi
+    for shot in "${shots[@]}"; do
+        target="docs/img/${shot#build/screenshots/}"
+        mkdir -p "$(dirname "$target")"
+        cp "$shot" "$target"
+        echo "$target"
+    done
+
 # Lint and format checks.
 lint:
     uv run ruff check .
@@ -42,26 +59,6 @@ check: lint type-check docs
 docs *args:
     bash scripts/docs-assets.sh
     NO_MKDOCS_2_WARNING=1 uv run mkdocs build --strict {{ args }}
-
-# Copy the screenshots the browser tests took (build/screenshots/) into docs/img/.
-docs-images:
-    #!/usr/bin/env bash
-    set -euo pipefail
-    shopt -s nullglob
-    copied=0
-    for ui in chainlit openwebui; do
-        shots=(build/screenshots/$ui/*.png)
-        [[ ${#shots[@]} -gt 0 ]] || continue
-        mkdir -p docs/img/$ui
-        cp "${shots[@]}" docs/img/$ui/
-        copied=$((copied + ${#shots[@]}))
-    done
-    if [[ $copied -eq 0 ]]; then
-        echo "no screenshots in build/screenshots/: run the browser tests first" >&2
-        echo "  uv run pytest demo/chainlit/tests demo/openwebui/tests" >&2
-        exit 1
-    fi
-    echo "copied $copied screenshots into docs/img/"
 
 # Benchmarks: LGOS against a bare graph and the reference product (`just bench --quick`).
 bench *args:

@@ -21,7 +21,7 @@ import pytest
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("LGOS_TEST_CHROMIUM", "/usr/bin/chromium")

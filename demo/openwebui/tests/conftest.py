@@ -26,13 +26,12 @@ from owui_support import (
     REPO,
     Gateway,
     Timings,
-    free_port,
     http_json,
     start,
-    stop,
-    wait_for,
 )
 from playwright.sync_api import Browser, Page, Playwright, expect
+
+from tests.support.processes import free_port
 
 # Generous: the machine may be busy (2 cores), and Open WebUI renders after its socket connects.
 expect.set_options(timeout=60_000)
@@ -53,12 +52,11 @@ def lgos_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     lgos = Path(sys.executable).with_name("lgos")
     env = {**os.environ, "LGOS_BACKGROUND": "memory"}
     command = [str(lgos), "serve", "demo.registry:create_registry", "--host", "127.0.0.1"]
-    process = start([*command, "--port", str(port)], log, env)
+    process = start([*command, "--port", str(port)], log, env, f"http://127.0.0.1:{port}/v1/models")
     try:
-        wait_for(f"http://127.0.0.1:{port}/v1/models", process, log)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
-        stop(process)
+        process.stop(grace=20)
 
 
 @pytest.fixture(scope="session")
@@ -80,10 +78,9 @@ def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
         "OPENWEBUI_PORT": str(port),
         "LGOS_BASE_URL": lgos_url,
     }
-    process = start([str(OPENWEBUI_DIR / "run.sh")], data / "openwebui.log", env)
     url = f"http://127.0.0.1:{port}"
+    process = start([str(OPENWEBUI_DIR / "run.sh")], data / "openwebui.log", env, f"{url}/health")
     try:
-        wait_for(f"{url}/health", process, data / "openwebui.log")
         sync = [
             sys.executable,
             str(OPENWEBUI_DIR / "sync.py"),
@@ -98,7 +95,7 @@ def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
         subprocess.run([*sync, "--poll-interval", "0.25"], check=True)
         yield url
     finally:
-        stop(process)
+        process.stop(grace=20)
 
 
 @pytest.fixture(scope="session")
@@ -121,16 +118,16 @@ def gateway(
         "LITELLM_MASTER_KEY": key,
     }
     log = tmp_path_factory.mktemp("litellm") / "litellm.log"
-    process = start(["bash", str(litellm / "run.sh")], log, env)
+    ready = f"http://127.0.0.1:{port}/health/liveliness"
+    process = start(["bash", str(litellm / "run.sh")], log, env, ready)
     gateway = f"http://127.0.0.1:{port}/v1"
     try:
-        wait_for(f"http://127.0.0.1:{port}/health/liveliness", process, log)
         sync = [sys.executable, str(OPENWEBUI_DIR / "sync.py"), "--url", openwebui_url]
         options = ["--lgos-url", gateway, "--lgos-key", key, "--function-id", "lgos_gateway"]
         subprocess.run([*sync, *options, "--poll-interval", "0.25"], check=True)
         yield Gateway(function="lgos_gateway", url=gateway, key=key)
     finally:
-        stop(process)
+        process.stop(grace=20)
 
 
 @pytest.fixture(scope="session")
@@ -149,15 +146,14 @@ def idle_function(openwebui_url: str, tmp_path_factory: pytest.TempPathFactory) 
         env = {**os.environ, "LGOS_BACKGROUND": "dbos", "LGOS_POSTGRES_URI": uri}
         lgos = Path(sys.executable).with_name("lgos")
         command = [str(lgos), "serve", "demo.registry:create_registry", "--host", "127.0.0.1"]
-        process = start([*command, "--port", str(port)], log, env)
+        url = f"http://127.0.0.1:{port}/v1"
+        process = start([*command, "--port", str(port)], log, env, f"{url}/models")
         try:
-            url = f"http://127.0.0.1:{port}/v1"
-            wait_for(f"{url}/models", process, log)
             sync = [sys.executable, str(OPENWEBUI_DIR / "sync.py"), "--url", openwebui_url]
             subprocess.run([*sync, "--lgos-url", url, "--function-id", "lgos_idle"], check=True)
             yield "lgos_idle"
         finally:
-            stop(process)
+            process.stop(grace=20)
     finally:
         with psycopg.connect(f"{admin}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
