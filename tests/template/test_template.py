@@ -267,6 +267,20 @@ def test_the_compose_file_validates(project: Rendered, profile: str, services: s
         assert set(listed.stdout.split()) == services
 
 
+def test_the_justfile_offers_the_documented_recipes(project: Rendered) -> None:
+    just = shutil.which("just")
+    assert just, "just is not installed (`pip install rust-just`)"
+    summary = project.run(just, "--summary")
+    assert summary.returncode == 0, summary.stderr
+    expected = {"setup", "run", "worker", "test", "test-postgres", "lint", "check", "up", "down"}
+    assert expected <= set(summary.stdout.split())
+    # The recipe the project's own CI would use to check its compose file, without Docker.
+    checked = project.run(just, "compose-config")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "profile dbos is valid" in checked.stdout
+    assert "profile hatchet is valid" in checked.stdout
+
+
 @pytest.fixture(scope="module")
 def served(project: Rendered) -> Iterator[str]:
     """`lgos serve <slug>.registry:create_registry` from the project's own environment."""
