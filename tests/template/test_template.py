@@ -17,6 +17,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -281,8 +282,8 @@ def test_the_justfile_offers_the_documented_recipes(project: Rendered) -> None:
     assert "profile hatchet is valid" in checked.stdout
 
 
-@pytest.fixture(scope="module")
-def served(project: Rendered) -> Iterator[str]:
+@contextmanager
+def serving(project: Rendered, **env: str) -> Iterator[str]:
     """`lgos serve <slug>.registry:create_registry` from the project's own environment."""
     port = free_port()
     process = subprocess.Popen(
@@ -293,7 +294,7 @@ def served(project: Rendered) -> Iterator[str]:
             *("--host", "127.0.0.1", "--port", str(port)),
         ],
         cwd=project.root,
-        env=clean_environment(),
+        env=clean_environment(**env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -305,6 +306,12 @@ def served(project: Rendered) -> Iterator[str]:
         yield f"{server.base_url}/v1"
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def served(project: Rendered) -> Iterator[str]:
+    with serving(project) as base_url:
+        yield base_url
 
 
 def strict_client(base_url: str) -> OpenAI:
@@ -355,6 +362,20 @@ def test_lgos_serve_runs_in_the_background(served: str) -> None:
         response = client.responses.retrieve(response.id)
     assert response.status == "completed"
     assert response.output_text == "Happy to help! You said: Take your time"
+
+
+def test_a_configured_real_model_is_called(project: Rendered, served: str) -> None:
+    """With its model variables set, `chat` calls that OpenAI-compatible server over HTTP
+    (langchain-openai), here the first service's own `chat` model."""
+    prefix = f"{project.slug.upper()}_OPENAI_"
+    upstream = {f"{prefix}MODEL": "chat", f"{prefix}API_KEY": "unused", f"{prefix}BASE_URL": served}
+    with serving(project, **upstream) as downstream:
+        response = strict_client(downstream).responses.create(
+            model="chat", input="Hi", metadata={"lgos_settings": json.dumps({"tone": "formal"})}
+        )
+    # Its own fake would open formally ("Certainly."); the upstream, asked without settings,
+    # answers in the default tone.
+    assert response.output_text == "Happy to help! You said: Hi"
 
 
 @pytest.mark.parametrize(

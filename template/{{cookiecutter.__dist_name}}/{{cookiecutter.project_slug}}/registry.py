@@ -2,9 +2,9 @@
 
     lgos serve {{ cookiecutter.project_slug }}.registry:create_registry
 
-They call `create_registry` once at start-up with the resources their
-settings chose (in memory by default; PostgreSQL with `LGOS_POSTGRES_URI`). Each entry is one
-OpenAI "model". Add a graph: write it in `graphs/`, then give it a `GraphConfig` here.
+They call `create_registry` once at start-up with the resources their settings chose (in
+memory by default; PostgreSQL with `LGOS_POSTGRES_URI`). Each entry is one OpenAI "model".
+Add a graph: write it in `graphs/`, then give it a `GraphConfig` here.
 """
 
 from __future__ import annotations
