@@ -26,7 +26,7 @@ import pytest
 from openai import OpenAI
 
 from tests.server.processes import ServerProcess
-from tests.support.postgres import ADMIN_URI
+from tests.support.postgres import ADMIN_URI, temporary_database
 from tests.support.servers import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.processes]
@@ -39,6 +39,7 @@ LGOS_PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 UV_TIMEOUT = 600
 RUN_TIMEOUT = 300
 SDK_TIMEOUT = 60.0
+WORKER_TIMEOUT = 180.0
 
 
 def oldest_supported_python() -> str:
@@ -282,16 +283,14 @@ def test_the_justfile_offers_the_documented_recipes(project: Rendered) -> None:
     assert "profile hatchet is valid" in checked.stdout
 
 
-@contextmanager
-def serving(project: Rendered, **env: str) -> Iterator[str]:
-    """`lgos serve <slug>.registry:create_registry` from the project's own environment."""
-    port = free_port()
+def start_lgos(project: Rendered, command: str, *args: str, **env: str) -> ServerProcess:
+    """`lgos <command> <slug>.registry:create_registry` from the project's own environment."""
     process = subprocess.Popen(
         [
             str(project.root / ".venv" / "bin" / "lgos"),
-            "serve",
+            command,
             f"{project.slug}.registry:create_registry",
-            *("--host", "127.0.0.1", "--port", str(port)),
+            *args,
         ],
         cwd=project.root,
         env=clean_environment(**env),
@@ -300,7 +299,13 @@ def serving(project: Rendered, **env: str) -> Iterator[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    server = ServerProcess(process)
+    return ServerProcess(process)
+
+
+@contextmanager
+def serving(project: Rendered, **env: str) -> Iterator[str]:
+    port = str(free_port())
+    server = start_lgos(project, "serve", "--host", "127.0.0.1", "--port", port, **env)
     try:
         server.wait_until_serving()
         yield f"{server.base_url}/v1"
@@ -351,17 +356,55 @@ def test_lgos_serve_pauses_for_approval_and_takes_the_answer(served: str) -> Non
     assert done.output_text == "Done: restart the billing job."
 
 
+def until_finished(client: OpenAI, response: Any, timeout: float = SDK_TIMEOUT) -> Any:
+    deadline = time.monotonic() + timeout
+    while response.status in ("queued", "in_progress"):
+        assert time.monotonic() < deadline, f"{response.id} still {response.status}"
+        time.sleep(0.1)
+        response = client.responses.retrieve(response.id)
+    return response
+
+
 def test_lgos_serve_runs_in_the_background(served: str) -> None:
     client = strict_client(served)
     response = client.responses.create(model="chat", input="Take your time", background=True)
     assert response.status in ("queued", "in_progress")
-    deadline = time.monotonic() + SDK_TIMEOUT
-    while response.status in ("queued", "in_progress"):
-        assert time.monotonic() < deadline, f"still {response.status}"
-        time.sleep(0.1)
-        response = client.responses.retrieve(response.id)
+    response = until_finished(client, response)
     assert response.status == "completed"
     assert response.output_text == "Happy to help! You said: Take your time"
+
+
+@pytest.mark.postgres
+def test_lgos_worker_runs_background_approvals_on_dbos(project: Rendered) -> None:
+    """The compose file's DBOS flavour as plain processes: API and worker on one PostgreSQL."""
+    with temporary_database("lgos_template") as uri:
+        env = {"LGOS_POSTGRES_URI": uri, "LGOS_BACKGROUND": "dbos"}
+        worker = start_lgos(project, "worker", **env)
+        try:
+            with serving(project, **env) as api:
+                client = strict_client(api)
+                # A worker that has not started yet only delays the runs: hence the long wait.
+                queued = client.responses.create(
+                    model="approval", input="renew the certificate", background=True
+                )
+                paused = until_finished(client, queued, timeout=WORKER_TIMEOUT)
+                [call] = interrupt_calls(paused)
+                output = {
+                    "type": "function_call_output",
+                    "call_id": call.call_id,
+                    "output": "approve",
+                }
+                resumed = client.responses.create(
+                    model="approval",
+                    previous_response_id=paused.id,
+                    input=[output],
+                    background=True,
+                )
+                done = until_finished(client, resumed, timeout=WORKER_TIMEOUT)
+                assert done.status == "completed", done
+                assert done.output_text == "Done: renew the certificate."
+        finally:
+            assert worker.stop() == 0, worker.output()
 
 
 def test_a_configured_real_model_is_called(project: Rendered, served: str) -> None:
