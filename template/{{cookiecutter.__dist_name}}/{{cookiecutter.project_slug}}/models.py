@@ -34,7 +34,12 @@ class ModelSettings(BaseSettings):
     """
 
     model_config = SettingsConfigDict(
-        env_prefix=PREFIX, env_ignore_empty=True, frozen=True, extra="ignore"
+        env_prefix=PREFIX,
+        env_ignore_empty=True,
+        frozen=True,
+        extra="ignore",
+        # A validation error must not print the key it was given.
+        hide_input_in_errors=True,
     )
 
     model: str | None = None
