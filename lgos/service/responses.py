@@ -131,7 +131,7 @@ async def create(
     event = await run_to_end(events)
     if isinstance(event, Finished):
         return prepared.context.snapshot("completed", final_output(event), usage=event.usage)
-    return prepared.context.snapshot("completed", interrupt_items(event))
+    return prepared.context.snapshot("completed", interrupt_items(event), usage=event.usage)
 
 
 async def open_stream(

@@ -30,6 +30,9 @@ INTERRUPT_FUNCTION = "lgos_interrupt"
 RESPONSE_SCHEMA_KEY = "lgos_response_schema"
 
 Status = Literal["queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
+# A Response that ended always reports usage (zeros when the graph called no model), as OpenAI
+# does; one still queued or running reports null.
+_ENDED: frozenset[Status] = frozenset({"completed", "failed", "cancelled", "incomplete"})
 
 
 @dataclass(slots=True)
@@ -71,7 +74,7 @@ class ResponseContext:
             "output": output or [],
             "error": error,
             "incomplete_details": None,
-            "usage": usage_object(usage),
+            "usage": usage_object(usage or Usage()) if status in _ENDED else None,
             "metadata": dict(self.metadata),
             "tools": self.tools,
             "tool_choice": self.tool_choice,
@@ -94,9 +97,7 @@ class ResponseContext:
         }
 
 
-def usage_object(usage: Usage | None) -> dict[str, Any] | None:
-    if usage is None:
-        return None
+def usage_object(usage: Usage) -> dict[str, Any]:
     return {
         "input_tokens": usage.input_tokens,
         "input_tokens_details": {
@@ -274,7 +275,7 @@ class ResponsesStream:
         frames = self._close_answer([])
         for item in interrupt_items(event):
             frames.extend(self._complete_item(item))
-        frames.append(self._terminal("response.completed", "completed"))
+        frames.append(self._terminal("response.completed", "completed", usage=event.usage))
         return frames
 
     def failed(
