@@ -3,7 +3,7 @@
 from lgos.background.executor import execute_background_job
 from lgos.background.memory import InMemoryBackgroundBackend
 from lgos.background.protocol import BackgroundBackend, BackgroundJob, BackgroundRun
-from lgos.errors import GraphError, InvalidRequestError
+from lgos.errors import GraphError, InvalidAnswerError, InvalidRequestError
 from lgos.events import status_event
 from lgos.registry import GraphConfig, GraphFeature, GraphRegistry
 from lgos.run.coordinator import (
@@ -28,6 +28,7 @@ __all__ = [
     "GraphRequest",
     "InMemoryBackgroundBackend",
     "InMemoryRunCoordinator",
+    "InvalidAnswerError",
     "InvalidRequestError",
     "LanggraphOpenaiServe",
     "NamedToolChoice",

@@ -69,6 +69,7 @@ def prepare(
     plan = plan_run(
         config,
         answers=decoded.answers,
+        answer_params=decoded.answer_params,
         previous_run_id=previous.run_id if previous else None,
         run_id=run_id,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import (
@@ -192,6 +192,8 @@ class DecodedChatRequest:
     tool_choice: ToolChoice
     # Answers to a paused run (tool messages answering lgos_interrupt calls): call id → content.
     answers: dict[str, str] | None
+    # Where each answer is in the request (call id → `messages[3].content`), for errors.
+    answer_params: dict[str, str] = field(default_factory=dict)
 
     @property
     def stream(self) -> bool:
@@ -233,6 +235,11 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
         tools=tools,
         tool_choice=_tool_choice(body, tools),
         answers=answers,
+        answer_params={
+            message.tool_call_id: f"messages[{index}].content"
+            for index, message in enumerate(messages)
+            if isinstance(message, ToolMessage) and message.tool_call_id in (answers or {})
+        },
     )
 
 
