@@ -272,9 +272,13 @@ async def _restore_pause(
     checkpointer: Any = graph.checkpointer
     head = await checkpointer.aget_tuple({"configurable": {"thread_id": key, "checkpoint_ns": ""}})
     if head is None or _checkpoint_id(head.config) != paused.root_checkpoint_id:
-        # The run moved past the question and then failed: keep the failed checkpoint (it
-        # expires like a pause) so that a retry is told about the failure.
-        await coordinator.mark_paused(key)
+        if isinstance(error, Exception):
+            # The run moved past the question and then failed: keep the failed checkpoint (it
+            # expires like a pause) so that a retry is told about the failure.
+            await coordinator.mark_paused(key)
+        else:
+            # Cancelled (or its client left) after the question: nothing to answer or retry.
+            await _delete(graph, coordinator, key)
         return None
     # Still at the question: put back the answers each task held, which drops the one the
     # failed attempt saved, so the next answer is the one the node receives.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ class Tracker:
     answers: list[str] = field(default_factory=list)
     acted: list[str] = field(default_factory=list)
     typed_starts: int = 0
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class ReviewState(MessagesState):
@@ -43,6 +45,9 @@ def picky_graph(checkpointer: Any, tracker: Tracker) -> Pregel:
         tracker.answers.append(answer)
         if answer == "crash":
             raise RuntimeError("a bug in the node that asked")
+        if answer == "wait":
+            tracker.waiting.set()
+            await asyncio.Event().wait()  # until the run is cancelled
         if answer not in {"approve", "reject", "fail later"}:
             raise InvalidAnswerError(REFUSAL)
         return {"decision": answer}

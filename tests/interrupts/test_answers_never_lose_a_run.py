@@ -223,3 +223,22 @@ async def test_schema_answers_are_checked_before_the_graph_runs(
     assert tracker.typed_starts == 1  # the node did not start for the invalid answer
     booked = await answer(client, paused, call.call_id, json.dumps({"seats": 2}), background)
     assert booked.output_text == "Booked 2."
+
+
+async def test_a_cancelled_background_answer_keeps_the_question(
+    setup: tuple[AsyncOpenAI, Tracker],
+) -> None:
+    client, tracker = setup
+    paused, call_id = await pause(client, "picky", background=True)
+    waiting = await client.responses.create(
+        model="picky",
+        previous_response_id=paused.id,
+        input=[{"type": "function_call_output", "call_id": call_id, "output": "wait"}],
+        background=True,
+    )
+    with anyio.fail_after(30):
+        await tracker.waiting.wait()  # the node that asked has the answer
+    cancelled = await client.responses.cancel(waiting.id)
+    assert (await finished(client, cancelled)).status == "cancelled"
+    await assert_still_answerable(client, paused, call_id, background=True)
+    assert tracker.answers == ["wait", "approve"]
