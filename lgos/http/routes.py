@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
@@ -20,6 +21,7 @@ from lgos import context
 from lgos.background.protocol import BackgroundBackend
 from lgos.errors import InvalidRequestError, LgosError, NotFoundError
 from lgos.http.background import BackgroundRoutes
+from lgos.http.request_log import LoggedResponse
 from lgos.http.streaming import EventStreamResponse
 from lgos.registry import GraphRegistry
 from lgos.service import chat, responses
@@ -74,11 +76,12 @@ def _request_id(request: Request) -> str:
     return uuid.uuid4().hex
 
 
-def guarded(endpoint: Endpoint) -> Endpoint:
-    """Request id, log fields, and OpenAI error envelopes around one endpoint. A 500 never
-    leaks internals: the details go to the log."""
+def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
+    """Request id, log fields, OpenAI error envelopes and the request's log record around one
+    endpoint. A 500 never leaks internals: the details go to the log."""
 
     async def handle(request: Request) -> Response:
+        started = time.perf_counter()
         request_id = _request_id(request)
         token = context.bind(request_id=request_id)
         try:
@@ -88,7 +91,7 @@ def guarded(endpoint: Endpoint) -> Endpoint:
         except Exception:
             logger.exception(
                 "http.request.failed",
-                extra={"http.request.method": request.method, "url.path": request.url.path},
+                extra={"http.request.method": request.method, "http.route": route},
             )
             response = server_error_response()
         finally:
@@ -96,10 +99,11 @@ def guarded(endpoint: Endpoint) -> Endpoint:
             context.reset(token)
         if isinstance(response, EventStreamResponse):
             response.headers.append((b"x-request-id", request_id.encode()))
-            response.log_fields = fields
         else:
             response.headers["x-request-id"] = request_id
-        return response
+        return LoggedResponse(  # type: ignore[return-value]
+            response, fields, method=request.method, route=route, started=started, quiet=quiet
+        )
 
     return handle
 
@@ -158,7 +162,7 @@ class OpenAIRoutes:
 
     async def create_response(self, request: Request) -> Response:
         decoded = responses_request.decode(await json_body(request))
-        context.add(model=decoded.body.model, stream=decoded.stream)
+        context.add(model=decoded.body.model, stream=decoded.stream, background=decoded.background)
         if decoded.background:
             return await self.background.create(request, decoded)
         prepared = responses.prepare(self.registry, decoded)
@@ -193,7 +197,12 @@ class OpenAIRoutes:
             ("/{path:path}", self.unknown_route, ["GET", "POST", "PUT", "PATCH", "DELETE"]),
         ]
         return [
-            Route(prefix + path, guarded(endpoint), methods=methods, include_in_schema=False)
+            Route(
+                prefix + path,
+                guarded(endpoint, prefix + path, quiet=path == "/health"),
+                methods=methods,
+                include_in_schema=False,
+            )
             for path, endpoint, methods in table
         ]
 

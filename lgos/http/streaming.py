@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 
 from starlette.types import Message, Receive, Scope, Send
 
-from lgos import context
 from lgos.wire.sse import PING
 
 HEADERS = [
@@ -35,8 +34,6 @@ class EventStreamResponse:
         self.ping_interval = ping_interval
         self.headers = HEADERS + (headers or [])
         self.background = None
-        # Request fields for log records emitted while streaming (the handler has returned).
-        self.log_fields: dict[str, object] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         streamer = asyncio.current_task()
@@ -64,7 +61,6 @@ class EventStreamResponse:
                         streamer.cancel()
                     return
 
-        token = context.bind(**self.log_fields)
         await send({"type": "http.response.start", "status": 200, "headers": self.headers})
         watcher = asyncio.create_task(watch())
         try:
@@ -84,4 +80,3 @@ class EventStreamResponse:
             finished = True
             watcher.cancel()
             await self.frames.aclose()  # type: ignore[attr-defined]
-            context.reset(token)
