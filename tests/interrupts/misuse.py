@@ -67,6 +67,15 @@ def picky_graph(checkpointer: Any, tracker: Tracker) -> Pregel:
     return builder.compile(checkpointer=checkpointer)
 
 
+def nested_graph(checkpointer: Any, tracker: Tracker) -> Pregel:
+    """The picky review inside a subgraph: the question is asked one level down."""
+    builder = StateGraph(ReviewState)
+    builder.add_node("inner", picky_graph(None, tracker))
+    builder.add_edge(START, "inner")
+    builder.add_edge("inner", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
 class Seats(BaseModel):
     seats: int
 
@@ -92,6 +101,11 @@ def registry_for(tracker: Tracker) -> Any:
                 "picky": GraphConfig(
                     graph=picky_graph(checkpointer, tracker),
                     description="Refuses or crashes on some answers",
+                    features=FEATURES,
+                ),
+                "nested": GraphConfig(
+                    graph=nested_graph(checkpointer, tracker),
+                    description="Asks from a subgraph",
                     features=FEATURES,
                 ),
                 "typed": GraphConfig(

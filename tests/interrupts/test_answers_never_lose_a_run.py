@@ -242,3 +242,16 @@ async def test_a_cancelled_background_answer_keeps_the_question(
     assert (await finished(client, cancelled)).status == "cancelled"
     await assert_still_answerable(client, paused, call_id, background=True)
     assert tracker.answers == ["wait", "approve"]
+
+
+@pytest.mark.parametrize("answer_text", ["maybe", "crash"])
+async def test_a_question_asked_in_a_subgraph_survives_a_failed_answer(
+    setup: tuple[AsyncOpenAI, Tracker], answer_text: str
+) -> None:
+    client, tracker = setup
+    paused, call_id = await pause(client, "nested", background=False)
+    with pytest.raises((BadRequestError, InternalServerError)):
+        await answer(client, paused, call_id, answer_text, background=False)
+    done = await answer(client, paused, call_id, "approve", background=False)
+    assert done.output_text == "Decision: approve."
+    assert tracker.answers[-1] == "approve"
