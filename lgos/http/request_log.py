@@ -14,7 +14,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lgos import context
+from lgos.core import log_fields
 
 logger = logging.getLogger("lgos.http.request")
 
@@ -50,12 +50,12 @@ class LoggedResponse:
                 status = message["status"]
             await send(message)
 
-        token = context.bind(**self._fields)
+        token = log_fields.bind(**self._fields)
         try:
             await self._response(scope, receive, observed)
         finally:
             self._log(status)
-            context.reset(token)
+            log_fields.reset(token)
 
     def _log(self, status: int) -> None:
         level = logging.ERROR if status >= 500 else logging.INFO

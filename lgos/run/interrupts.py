@@ -27,16 +27,16 @@ import jsonschema
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, StateSnapshot
 
-from lgos.errors import (
+from lgos.core.coordinator import RunCoordinator
+from lgos.core.errors import (
     InterruptConflictError,
     InvalidAnswerError,
     InvalidRequestError,
     RunFailedError,
 )
-from lgos.registry import CompiledGraph, GraphConfig
-from lgos.run.coordinator import RunCoordinator
-from lgos.run.events import Finished, Interrupted, RunEvent
-from lgos.run.request import GraphRequest
+from lgos.core.registry import CompiledGraph, GraphConfig
+from lgos.core.request import GraphRequest
+from lgos.core.run_events import Finished, Interrupted, RunEvent
 from lgos.run.runner import Checkpointing, run_graph, runnable_config
 
 logger = logging.getLogger("lgos.run")

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from lgos.run.events import Usage
+from lgos.core.run_events import Usage
 
 
 class UsageCollector(BaseCallbackHandler):

@@ -15,8 +15,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from tests.server.processes import ServerProcess, clean_environment, serving
-from tests.support.servers import REPO
+from tests.support.processes import REPO, Process, clean_environment, serving
 
 LLM_COMPLY = str(Path(sys.executable).parent / "llm-comply")
 MODEL = "simple-graph"
@@ -82,10 +81,10 @@ def run_format(base_url: str, api_format: str) -> list[Outcome]:
 
 def serve_demo() -> Any:
     """`lgos serve` on the demo registry (default embedded resources), on a free port."""
-    return serving(["demo.registry:create_registry", "--port", "0"], clean_environment(), REPO)
+    return serving(["demo.registry:create_registry", "--port", "0"], clean_environment())
 
 
-def run_all(server: ServerProcess) -> dict[str, list[Outcome]]:
+def run_all(server: Process) -> dict[str, list[Outcome]]:
     return {api_format: run_format(server.base_url, api_format) for api_format in FORMATS}
 
 

@@ -17,19 +17,19 @@ from tests.conformance.llm_comply import (
     run_all,
     serve_demo,
 )
-from tests.server.processes import ServerProcess
+from tests.support.processes import Process
 
-pytestmark = [pytest.mark.processes, pytest.mark.slow]
+pytestmark = [pytest.mark.processes, pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
+def server() -> Iterator[Process]:
     with serve_demo() as process:
         yield process
 
 
 @pytest.fixture(scope="module")
-def results(server: ServerProcess) -> dict[str, list[Outcome]]:
+def results(server: Process) -> dict[str, list[Outcome]]:
     return run_all(server)
 
 
@@ -51,7 +51,7 @@ def test_the_conformance_page_shows_this_run(results: dict[str, list[Outcome]]) 
     assert PAGE.read_text() == render(results), "run `just conformance` and commit the page"
 
 
-def test_the_strict_sdk_accepts_the_same_server(server: ServerProcess) -> None:
+def test_the_strict_sdk_accepts_the_same_server(server: Process) -> None:
     client = OpenAI(
         base_url=server.base_url + "/v1", api_key="unused", _strict_response_validation=True
     )

@@ -17,7 +17,7 @@ import pytest
 from openai import AsyncOpenAI, BadRequestError, InternalServerError
 from openai.types.responses import Response, ResponseFunctionToolCall
 
-from lgos.errors import SERVER_ERROR_MESSAGE
+from lgos.core.errors import SERVER_ERROR_MESSAGE
 from tests.interrupts.misuse import REFUSAL, Tracker, persistence, running_app
 
 pytestmark = pytest.mark.anyio

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lgos.errors import SERVER_ERROR_MESSAGE
+from lgos.core.errors import SERVER_ERROR_MESSAGE
 
 __all__ = ["SERVER_ERROR_MESSAGE", "error_body"]
 
