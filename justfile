@@ -67,3 +67,7 @@ bench *args:
 # Profile one benchmark target under load (see benchmarks/profile.py for the options).
 bench-profile *args:
     uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile {{ args }}
+
+# Run llm-comply (both formats) against `lgos serve` and rewrite docs/conformance.md.
+conformance:
+    uv run python -m tests.conformance.llm_comply

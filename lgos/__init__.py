@@ -10,7 +10,12 @@ from lgos.background.memory import InMemoryBackgroundBackend
 from lgos.core.background import BackgroundBackend, BackgroundJob, BackgroundRun
 from lgos.core.client_settings import ClientSettings
 from lgos.core.coordinator import InMemoryRunCoordinator, RunCoordinator
-from lgos.core.errors import ConfigurationError, GraphError, InvalidRequestError
+from lgos.core.errors import (
+    ConfigurationError,
+    GraphError,
+    InvalidAnswerError,
+    InvalidRequestError,
+)
 from lgos.core.registry import GraphConfig, GraphFeature, GraphRegistry
 from lgos.core.request import ClientFunctionTool, GraphRequest, NamedToolChoice
 from lgos.http.mount import LanggraphOpenaiServe
@@ -34,6 +39,7 @@ __all__ = [
     "GraphRequest",
     "InMemoryBackgroundBackend",
     "InMemoryRunCoordinator",
+    "InvalidAnswerError",
     "InvalidRequestError",
     "LanggraphOpenaiServe",
     "NamedToolChoice",

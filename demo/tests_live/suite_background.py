@@ -168,7 +168,7 @@ class BackgroundSuite:
     def test_background_stream_runs_to_the_end(self, target: Target) -> None:
         prompt = unique_prompt("stream it")
         events = list(
-            target.client(streaming=True).responses.create(
+            target.client().responses.create(
                 model=target.model(BACKGROUND_MODEL),
                 input=prompt,
                 background=True,

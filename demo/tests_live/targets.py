@@ -50,9 +50,6 @@ class Target:
     api_key: str
     # Strict SDK validation where the gateway passes OpenAI shapes unchanged.
     strict: bool = True
-    # LiteLLM replaces `usage: null` in Responses stream events with its own
-    # count lacking input/output_tokens_details, which the strict SDK rejects.
-    strict_streams: bool = True
     # LiteLLM re-encodes Response ids; compare decoded ids.
     encodes_ids: bool = False
     # Bifrost: provider for lifecycle calls (?provider=...) and model prefix.
@@ -67,14 +64,14 @@ class Target:
     # Log tails of locally started processes, for failure messages.
     diagnostics: Callable[[], str] = lambda: ""
 
-    def client(self, streaming: bool = False) -> OpenAI:
+    def client(self) -> OpenAI:
         """A new SDK client: no retries, so every status the server sends is seen."""
         return OpenAI(
             base_url=self.base_url,
             api_key=self.api_key,
             max_retries=0,
             timeout=60,
-            _strict_response_validation=self.strict_streams if streaming else self.strict,
+            _strict_response_validation=self.strict,
         )
 
     def model(self, name: str) -> str:

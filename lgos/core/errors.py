@@ -7,6 +7,9 @@ The HTTP layer is the only place that turns them into status codes and envelopes
 
 from __future__ import annotations
 
+# What a client sees of an unexpected failure; the details go to the logs only.
+SERVER_ERROR_MESSAGE = "The server had an error while processing your request."
+
 
 class LgosError(Exception):
     """An error whose message is safe to show to the client."""
@@ -28,6 +31,29 @@ class LgosError(Exception):
 
 class InvalidRequestError(LgosError):
     """The request is malformed or asks for something this server does not support (400)."""
+
+
+class InvalidAnswerError(InvalidRequestError):
+    """Raise it in a graph node, right after `interrupt()`, to refuse an answer and ask again.
+
+    The client gets a 400 with this message, `param` naming the answer it sent, and the
+    question stays pending under the same call id. Raised later (after the node that asked
+    finished), the question is gone and the request fails with the message like any 400.
+    """
+
+    def __init__(self, message: str, *, param: str = "input") -> None:
+        super().__init__(message, param=param, code="invalid_answer")
+
+
+class RunFailedError(LgosError):
+    """A resume whose run already failed after taking the answer: the original failure, again
+    (a client retrying a 5xx must not be told the question was answered)."""
+
+    status_code = 500
+    error_type = "server_error"
+
+    def __init__(self) -> None:
+        super().__init__(SERVER_ERROR_MESSAGE, code="server_error")
 
 
 class NotFoundError(LgosError):

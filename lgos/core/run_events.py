@@ -26,6 +26,8 @@ class Commentary:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens spent by every model call of one run (zeros when the graph called none)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
@@ -35,21 +37,6 @@ class Usage:
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
-
-    @classmethod
-    def from_message(cls, message: AIMessage) -> Usage | None:
-        usage = message.usage_metadata
-        if not usage:
-            return None
-        input_details = usage.get("input_token_details") or {}
-        output_details = usage.get("output_token_details") or {}
-        return cls(
-            input_tokens=usage.get("input_tokens", 0),
-            output_tokens=usage.get("output_tokens", 0),
-            cached_tokens=input_details.get("cache_read", 0) or 0,
-            cache_write_tokens=input_details.get("cache_creation", 0) or 0,
-            reasoning_tokens=output_details.get("reasoning", 0) or 0,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +78,7 @@ class Finished:
 
     message: AIMessage
     text: str
-    usage: Usage | None
+    usage: Usage = Usage()
     citations: tuple[Citation, ...] = ()
 
 
@@ -111,6 +98,7 @@ class Interrupted:
     run_id: str
     interrupts: tuple[PendingInterrupt, ...]
     text: str
+    usage: Usage = Usage()
 
 
 RunEvent = TextDelta | Commentary | Finished | Interrupted

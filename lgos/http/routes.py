@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
@@ -20,6 +21,7 @@ from lgos.core import log_fields
 from lgos.core.background import BackgroundBackend
 from lgos.core.errors import InvalidRequestError, LgosError, NotFoundError
 from lgos.core.registry import GraphRegistry
+from lgos.http.request_log import LoggedResponse
 from lgos.http.streaming import EventStreamResponse
 from lgos.service import chat, responses
 from lgos.service.background import BackgroundResponses
@@ -74,11 +76,12 @@ def _request_id(request: Request) -> str:
     return uuid.uuid4().hex
 
 
-def guarded(endpoint: Endpoint) -> Endpoint:
-    """Request id, log fields, and OpenAI error envelopes around one endpoint. A 500 never
-    leaks internals: the details go to the log."""
+def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
+    """Request id, log fields, OpenAI error envelopes and the request's log record around one
+    endpoint. A 500 never leaks internals: the details go to the log."""
 
     async def handle(request: Request) -> Response:
+        started = time.perf_counter()
         request_id = _request_id(request)
         token = log_fields.bind(request_id=request_id)
         try:
@@ -88,16 +91,16 @@ def guarded(endpoint: Endpoint) -> Endpoint:
         except Exception:
             logger.exception(
                 "http.request.failed",
-                extra={"http.request.method": request.method, "url.path": request.url.path},
+                extra={"http.request.method": request.method, "http.route": route},
             )
             response = server_error_response()
         finally:
             fields = log_fields.current()
             log_fields.reset(token)
-        if isinstance(response, EventStreamResponse):
-            response.log_fields = fields
         response.headers["x-request-id"] = request_id
-        return response
+        return LoggedResponse(  # type: ignore[return-value]
+            response, fields, method=request.method, route=route, started=started, quiet=quiet
+        )
 
     return handle
 
@@ -166,7 +169,9 @@ class OpenAIRoutes:
 
     async def create_response(self, request: Request) -> Response:
         decoded = responses_decoder.decode(await json_body(request))
-        log_fields.add(model=decoded.body.model, stream=decoded.stream)
+        log_fields.add(
+            model=decoded.body.model, stream=decoded.stream, background=decoded.background
+        )
         if decoded.background:
             key = responses_decoder.idempotency_key(request.headers, decoded)
             scope = await self.scope(request)
@@ -221,7 +226,12 @@ class OpenAIRoutes:
             ("/{path:path}", self.unknown_route, ["GET", "POST", "PUT", "PATCH", "DELETE"]),
         ]
         return [
-            Route(prefix + path, guarded(endpoint), methods=methods, include_in_schema=False)
+            Route(
+                prefix + path,
+                guarded(endpoint, prefix + path, quiet=path == "/health"),
+                methods=methods,
+                include_in_schema=False,
+            )
             for path, endpoint, methods in table
         ]
 

@@ -14,7 +14,6 @@ from collections.abc import AsyncGenerator
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from lgos.core import log_fields
 from lgos.wire.sse import PING
 
 HEADERS = [
@@ -35,8 +34,6 @@ class EventStreamResponse(Response):
         self.status_code = 200
         self.background = None
         self.raw_headers = list(HEADERS)
-        # Request fields for log records emitted while streaming (the handler has returned).
-        self.log_fields: dict[str, object] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         streamer = asyncio.current_task()
@@ -64,7 +61,6 @@ class EventStreamResponse(Response):
                         streamer.cancel()
                     return
 
-        token = log_fields.bind(**self.log_fields)
         await send(
             {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
         )
@@ -86,4 +82,3 @@ class EventStreamResponse(Response):
             finished = True
             watcher.cancel()
             await self.frames.aclose()
-            log_fields.reset(token)

@@ -21,7 +21,7 @@ def _events(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str, streaming: bool
 ) -> AsyncIterator[RunEvent]:
     config = registry.get(decoded.body.model)
-    plan = plan_run(config, answers=decoded.answers)
+    plan = plan_run(config, answers=decoded.answers, answer_params=decoded.answer_params)
     request = graph_request(config, decoded)
     return run_events(registry, config, request, plan, scope=scope, streaming=streaming)
 

@@ -74,6 +74,7 @@ def prepare(
     plan = plan_run(
         config,
         answers=decoded.answers,
+        answer_params=decoded.answer_params,
         previous_run_id=previous.run_id if previous else None,
         run_id=run_id,
     )
@@ -136,7 +137,7 @@ async def create(
     event = await run_to_end(events)
     if isinstance(event, Finished):
         return prepared.echo.snapshot("completed", final_output(event), usage=event.usage)
-    return prepared.echo.snapshot("completed", interrupt_items(event))
+    return prepared.echo.snapshot("completed", interrupt_items(event), usage=event.usage)
 
 
 async def open_stream(

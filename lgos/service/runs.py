@@ -58,6 +58,7 @@ def plan_run(
     config: GraphConfig,
     *,
     answers: Mapping[str, str] | None,
+    answer_params: Mapping[str, str] | None = None,
     previous_run_id: str | None = None,
     run_id: str | None = None,
 ) -> RunPlan:
@@ -73,17 +74,20 @@ def plan_run(
         )
     runs: set[str] = set()
     by_interrupt: dict[str, str] = {}
+    params: dict[str, str] = {}
     for call_id, output in answers.items():
         parsed = parse_interrupt_call_id(call_id)
         if parsed is None:
             raise InterruptConflictError(f"'{call_id}' is not a question this server asked.")
         runs.add(parsed[0])
         by_interrupt[parsed[1]] = output
+        if answer_params and call_id in answer_params:
+            params[parsed[1]] = answer_params[call_id]
     if len(runs) != 1 or (previous_run_id is not None and runs != {previous_run_id}):
         raise InterruptConflictError(
             "The answers do not belong to the paused Response named by previous_response_id."
         )
-    return RunPlan(run_id=runs.pop(), resume=Resume(by_interrupt))
+    return RunPlan(run_id=runs.pop(), resume=Resume(by_interrupt, params))
 
 
 def run_events(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -147,6 +147,9 @@ _TAGS = frozenset({"system", "developer", "user", "assistant", "tool", "TextPart
 class DecodedChatRequest(decoding.DecodedRequest[ChatBody]):
     """Answers are the contents of trailing tool messages that answer lgos_interrupt calls."""
 
+    # Where each answer is in the request (call id → `messages[3].content`), for errors.
+    answer_params: dict[str, str] = field(default_factory=dict)
+
     @property
     def include_usage(self) -> bool:
         options = self.body.stream_options
@@ -174,6 +177,11 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
         tools=tools,
         tool_choice=_tool_choice(body, tools),
         answers=answers,
+        answer_params={
+            message.tool_call_id: f"messages[{index}].content"
+            for index, message in enumerate(messages)
+            if isinstance(message, ToolMessage) and message.tool_call_id in (answers or {})
+        },
     )
 
 

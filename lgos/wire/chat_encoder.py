@@ -28,15 +28,19 @@ def url_annotations(citations: tuple[Citation, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def usage_object(usage: Usage | None) -> dict[str, Any] | None:
-    if usage is None:
-        return None
+def usage_object(usage: Usage) -> dict[str, Any]:
+    """The usage object with the detail objects OpenAI sends (zeros where a model reports none)."""
     return {
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
-        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
-        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": usage.reasoning_tokens,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
     }
 
 
@@ -76,7 +80,7 @@ class ChatEncoder:
             "object": "chat.completion.chunk",
             "created": self._created,
             "model": self._model,
-            "system_fingerprint": None,
+            "system_fingerprint": ids.system_fingerprint(),
             "service_tier": "default",
         }
 
@@ -93,13 +97,12 @@ class ChatEncoder:
         }
         if calls:
             message["tool_calls"] = calls
-        usage = event.usage if isinstance(event, Finished) else None
         return {
             "id": self._id,
             "object": "chat.completion",
             "created": self._created,
             "model": self._model,
-            "system_fingerprint": None,
+            "system_fingerprint": ids.system_fingerprint(),
             "service_tier": "default",
             "choices": [
                 {
@@ -109,7 +112,7 @@ class ChatEncoder:
                     "finish_reason": "tool_calls" if calls else "stop",
                 }
             ],
-            "usage": usage_object(usage),
+            "usage": usage_object(event.usage),
         }
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -138,14 +141,7 @@ class ChatEncoder:
             )
         chunks.append(self._chunk({}, "tool_calls" if calls else "stop"))
         if self._include_usage:
-            usage = event.usage if isinstance(event, Finished) else None
-            chunks.append(
-                {
-                    **self._prefix,
-                    "choices": [],
-                    "usage": usage_object(usage) or usage_object(Usage()),
-                }
-            )
+            chunks.append({**self._prefix, "choices": [], "usage": usage_object(event.usage)})
         return chunks
 
     @staticmethod

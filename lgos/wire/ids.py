@@ -8,11 +8,25 @@ without a lookup table. Interrupt call ids carry the run too (see `wire.interrup
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 import uuid
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 
 _RUN_RESPONSE = re.compile(r"resp_([0-9a-f]{32})([0-9a-f]{32})")
+
+
+@functools.cache
+def system_fingerprint() -> str:
+    """`fp_` and ten hex digits, like OpenAI's; it names the LGOS release that served the
+    completion, so it changes only when LGOS does (the graphs' code is not part of it)."""
+    try:
+        release = version("lgos")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        release = "0.0.0"
+    return "fp_" + hashlib.sha256(f"lgos {release}".encode()).hexdigest()[:10]
 
 
 def new_hex() -> str:

@@ -8,7 +8,7 @@ unless it carries the value we would act on anyway (for example `temperature: nu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -235,6 +235,8 @@ IDEMPOTENCY_HEADERS = ("idempotency-key", "x-idempotency-key")
 @dataclass(frozen=True, slots=True)
 class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
     body_idempotency_key: str | None
+    # Where each answer is in the request (call id → `input[2].output`), for errors.
+    answer_params: dict[str, str] = field(default_factory=dict)
 
     @property
     def background(self) -> bool:
@@ -290,7 +292,19 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
         tool_choice=_tool_choice(body, tools),
         answers=answers,
         body_idempotency_key=_body_idempotency_key(body),
+        answer_params=_answer_params(body, answers),
     )
+
+
+def _answer_params(body: ResponsesBody, answers: dict[str, str] | None) -> dict[str, str]:
+    if not answers or isinstance(body.input, str):
+        return {}
+    # Later items win: the answers are the trailing outputs, earlier ones are history.
+    return {
+        item.call_id: f"input[{index}].output"
+        for index, item in enumerate(body.input)
+        if isinstance(item, FunctionCallOutputItem) and item.call_id in answers
+    }
 
 
 def _reject_unsupported(body: ResponsesBody, data: Mapping[str, Any]) -> None:

@@ -29,6 +29,10 @@ from lgos.wire import ids
 from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE
 from lgos.wire.interrupts import INTERRUPT_FUNCTION, interrupt_arguments, interrupt_call_id
 
+# A Response that ended always reports usage (zeros when the graph called no model), as OpenAI
+# does; one still queued or running reports null.
+_ENDED: frozenset[ResponseStatus] = frozenset({"completed", "failed", "cancelled", "incomplete"})
+
 
 @dataclass(slots=True)
 class ResponseEcho:
@@ -69,7 +73,7 @@ class ResponseEcho:
             "output": output or [],
             "error": error,
             "incomplete_details": None,
-            "usage": usage_object(usage),
+            "usage": usage_object(usage or Usage()) if status in _ENDED else None,
             "metadata": dict(self.metadata),
             "tools": self.tools,
             "tool_choice": self.tool_choice,
@@ -92,9 +96,7 @@ class ResponseEcho:
         }
 
 
-def usage_object(usage: Usage | None) -> dict[str, Any] | None:
-    if usage is None:
-        return None
+def usage_object(usage: Usage) -> dict[str, Any]:
     return {
         "input_tokens": usage.input_tokens,
         "input_tokens_details": {
@@ -262,7 +264,7 @@ class ResponsesStream:
         events = self._close_answer([])
         for item in interrupt_items(event):
             events.extend(self._complete_item(item))
-        events.append(self._terminal("response.completed", "completed"))
+        events.append(self._terminal("response.completed", "completed", usage=event.usage))
         return events
 
     def failed(

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from openai import OpenAI
+from openai import NotFoundError, OpenAI
 
 from tests.server.sample_app import SAMPLE_DIR, SAMPLE_REGISTRY
 from tests.server.sample_app.registry import ANSWER
@@ -122,6 +122,60 @@ def test_registry_from_environment_with_access_log() -> None:
         ask(server, "req-env-1")
         [access] = server.wait_for_record(lambda r: r.get("logger") == "uvicorn.access")
     assert "POST /v1/chat/completions" in access["message"]
+    # The access record carries the same request fields as the request's own record.
+    assert access["request_id"] == "req-env-1"
+    assert access["model"] == "sample"
+    assert access["stream"] is False
+
+
+def request_records(server: Process, request_id: str) -> list[dict[str, Any]]:
+    server.wait_for_record(
+        lambda r: r.get("message") == "http.request" and r.get("request_id") == request_id
+    )
+    return [
+        record
+        for record in server.records()
+        if record.get("message") == "http.request" and record.get("request_id") == request_id
+    ]
+
+
+def test_one_record_per_request_by_default() -> None:
+    with serving([SAMPLE_REGISTRY, "--port", "0"], clean_environment()) as server:
+        ask(server, "req-ok-1")
+        client = openai_client(server)
+        with pytest.raises(NotFoundError):
+            client.responses.create(
+                model="no-such-model", input=PROMPT, extra_headers={"X-Request-ID": "req-404-1"}
+            )
+        with client.responses.stream(
+            model="sample", input=PROMPT, extra_headers={"X-Request-ID": "req-stream-1"}
+        ) as stream:
+            final = stream.get_final_response()
+        [ok] = request_records(server, "req-ok-1")
+        [missing] = request_records(server, "req-404-1")
+        [streamed] = request_records(server, "req-stream-1")
+        lines = list(server.stdout)
+
+    assert ok["logger"] == "lgos.http.request"
+    assert ok["level"] == "info"
+    assert ok["http.request.method"] == "POST"
+    assert ok["http.route"] == "/v1/chat/completions"
+    assert ok["http.response.status_code"] == 200
+    assert ok["model"] == "sample"
+    assert ok["stream"] is False
+    assert ok["duration_ms"] >= 0
+
+    assert missing["level"] == "info"
+    assert missing["http.route"] == "/v1/responses"
+    assert missing["http.response.status_code"] == 404
+    assert missing["model"] == "no-such-model"
+
+    # A stream's record is written when the stream ends, with the response it produced.
+    assert streamed["http.response.status_code"] == 200
+    assert streamed["response_id"] == final.id
+    assert streamed["stream"] is True
+    assert streamed["background"] is False
+    assert not [line for line in lines if PROMPT in line or ANSWER in line]  # no prompt or output
 
 
 def test_env_file_loads_lgos_settings(tmp_path: Path) -> None:
@@ -250,7 +304,7 @@ def test_two_workers_share_postgresql(postgres_uri: str) -> None:
     env = clean_environment(LGOS_POSTGRES_URI=postgres_uri, LGOS_BACKGROUND="none")
     with serving([SAMPLE_REGISTRY, "--port", "0", "--workers", "2"], env) as server:
         started = server.wait_for_record(
-            lambda r: r["message"] == "Application startup complete.", count=2
+            lambda r: r["message"] == "Application startup complete.", count=2, timeout=120
         )
         assert len(started) == 2
         for number in range(4):
