@@ -25,9 +25,8 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from tests.server.processes import ServerProcess
 from tests.support.postgres import ADMIN_URI, temporary_database
-from tests.support.servers import free_port
+from tests.support.processes import Process, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
@@ -283,9 +282,9 @@ def test_the_justfile_offers_the_documented_recipes(project: Rendered) -> None:
     assert "profile hatchet is valid" in checked.stdout
 
 
-def start_lgos(project: Rendered, command: str, *args: str, **env: str) -> ServerProcess:
+def start_lgos(project: Rendered, command: str, *args: str, **env: str) -> Process:
     """`lgos <command> <slug>.registry:create_registry` from the project's own environment."""
-    process = subprocess.Popen(
+    return Process(
         [
             str(project.root / ".venv" / "bin" / "lgos"),
             command,
@@ -294,12 +293,7 @@ def start_lgos(project: Rendered, command: str, *args: str, **env: str) -> Serve
         ],
         cwd=project.root,
         env=clean_environment(**env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
     )
-    return ServerProcess(process)
 
 
 @contextmanager
