@@ -5,7 +5,9 @@ When no base URL is given, the suites bring up what they need themselves:
 * a fresh PostgreSQL database (created with ``psql`` on the machine's server,
   dropped at the end),
 * ``lgos serve demo.registry:create_registry`` on a free loopback port,
-* one ``lgos worker`` when the background engine needs workers (DBOS),
+* one ``lgos worker`` when the background engine needs workers (Hatchet, DBOS),
+* for Hatchet, the engine itself, started by scripts/hatchet-bootstrap.sh (as
+  ``just demo/hatchet-up`` and compose do) on its own database,
 * the LiteLLM proxy from ``demo/litellm`` in front of the API.
 
 Every process gets its own session so it can be stopped by its process id,
@@ -23,10 +25,13 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from tests.support import hatchet
 
 REPO = Path(__file__).resolve().parents[2]
 LITELLM_DIR = REPO / "demo" / "litellm"
@@ -104,6 +109,8 @@ class LocalStack:
     api_url: str = ""
     gateway_url: str = ""
     gateway_key: str = LITELLM_DEV_KEY
+    # What outlives the processes: the Hatchet engine, stopped after API and worker.
+    resources: ExitStack = field(default_factory=ExitStack)
 
     # ------------------------------------------------------------ processes
     def spawn(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path = REPO) -> Process:
@@ -167,6 +174,8 @@ class LocalStack:
                 "(or set DEMO_STACK_BACKGROUND=memory for a single-process API)"
             )
         env = {"LGOS_BACKGROUND": self.background}
+        if self.background == "hatchet":
+            env.update(self.resources.enter_context(hatchet.running_engine(self.workdir / "hatchet")))
         if self.background != "memory":
             # Workers and API share the run state through PostgreSQL.
             env["LGOS_POSTGRES_URI"] = self.create_database()
@@ -218,4 +227,5 @@ class LocalStack:
         for proc in reversed(self.processes):
             proc.stop()
         self.processes.clear()
+        self.resources.close()
         self.drop_database()

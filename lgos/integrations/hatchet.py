@@ -308,20 +308,28 @@ def run_hatchet_worker(factory: Any, settings: Any, worker_settings: Any) -> Non
     from lgos.server.resources import open_resources
 
     hatchet = connect()
-    asyncio.run(check_engine_version(hatchet))
+    version = asyncio.run(check_engine_version(hatchet))
     task = create_hatchet_task(hatchet)
+    name = worker_settings.ID or "lgos-background-worker"
 
     async def lifespan() -> AsyncGenerator[HatchetWorkerState, None]:
+        # Hatchet runs this after registering the task with the engine and before it takes
+        # runs: from here on, triggers find a worker that declared the task.
         async with AsyncExitStack() as stack:
             resources = await stack.enter_async_context(open_resources(settings))
             registry = await stack.enter_async_context(open_registry(factory, resources))
             durable = DurableRuns(resources.checkpointer, resources.run_coordinator)
+            logger.info(
+                "worker.started",
+                extra={"worker_id": name, "engine": "hatchet", "engine_version": version},
+            )
             yield HatchetWorkerState(
                 registry=registry, durable=durable, events=_event_log(resources)
             )
+        logger.info("worker.stopped", extra={"worker_id": name})
 
     worker = hatchet.worker(
-        worker_settings.ID or "lgos-background-worker",
+        name,
         slots=settings.WORKER_SLOTS,
         workflows=[task],
         lifespan=lifespan,
