@@ -93,20 +93,18 @@ prepare() {
 run_engine() {
     prepare
     # hatchet-lite serves its UI from this folder and will not start without an index.html. The
-    # image ships the built UI; locally it is built by `scripts/setup-hatchet.sh --ui`.
-    if [ -z "${LITE_STATIC_ASSET_DIR:-}" ]; then
-        LITE_STATIC_ASSET_DIR="$(dirname "$bin_dir")/ui"
-        [ -f "$LITE_STATIC_ASSET_DIR/index.html" ] || LITE_STATIC_ASSET_DIR=$state_dir/static
-    fi
-    export LITE_STATIC_ASSET_DIR
+    # image ships the built UI; locally, point LITE_STATIC_ASSET_DIR at a build of the module's
+    # frontend/app, or get a page that says how.
+    export LITE_STATIC_ASSET_DIR=${LITE_STATIC_ASSET_DIR:-$state_dir/static}
     if [ ! -f "$LITE_STATIC_ASSET_DIR/index.html" ]; then
         mkdir -p "$LITE_STATIC_ASSET_DIR"
         cat > "$LITE_STATIC_ASSET_DIR/index.html" <<'HTML'
 <!doctype html>
 <title>Hatchet</title>
-<p>The Hatchet engine runs, but its web UI is not built on this machine.
-Build it with <code>bash scripts/setup-hatchet.sh --ui</code> (needs npm), then restart the engine.
-The REST API answers under <code>/api</code>.</p>
+<p>The Hatchet engine runs, but its web UI is not built on this machine. Build the engine
+module's <code>frontend/app</code> (<code>pnpm install &amp;&amp; npm run build</code>), set
+LITE_STATIC_ASSET_DIR to its <code>dist</code> folder and restart the engine, or use the
+compose stack, whose image ships the UI. The REST API answers under <code>/api</code>.</p>
 HTML
     fi
     say "starting hatchet-lite: UI and REST API on port $LITE_RUNTIME_PORT, gRPC on $SERVER_GRPC_PORT"
@@ -185,8 +183,8 @@ up() {
         echo "$pid" > "$state_dir/engine.pid"
         say "engine started (pid $pid, log $state_dir/engine.log)"
     fi
-    wait_until_ready "$pid"
-    mint_token
+    # The same step compose's hatchet-token job runs, watching the engine we started.
+    HATCHET_ENGINE_PID=$pid bash "$0" token
     echo "Hatchet UI and REST API: http://127.0.0.1:$LITE_RUNTIME_PORT (gRPC 127.0.0.1:$SERVER_GRPC_PORT)"
     echo "Hatchet client settings: $settings_file"
 }
@@ -210,7 +208,7 @@ down() {
 case "${1:-}" in
     engine) run_engine ;;
     token)
-        wait_until_ready
+        wait_until_ready "${HATCHET_ENGINE_PID:-}"
         mint_token
         ;;
     up) up ;;

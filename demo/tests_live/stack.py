@@ -175,7 +175,9 @@ class LocalStack:
             )
         env = {"LGOS_BACKGROUND": self.background}
         if self.background == "hatchet":
-            env.update(self.resources.enter_context(hatchet.running_engine(self.workdir / "hatchet")))
+            env.update(
+                self.resources.enter_context(hatchet.running_engine(self.workdir / "hatchet"))
+            )
         if self.background != "memory":
             # Workers and API share the run state through PostgreSQL.
             env["LGOS_POSTGRES_URI"] = self.create_database()

@@ -63,6 +63,8 @@ DEFAULT_EXECUTION_TIMEOUT = timedelta(hours=1)
 DEFAULT_IDEMPOTENCY_TTL = timedelta(hours=24)
 # Without an engine the SDK's trigger hangs instead of failing; bound every engine call.
 ENGINE_CALL_TIMEOUT_SECONDS = 30.0
+# How often a cancel re-reads the run until the engine shows it finished.
+CANCEL_POLL_SECONDS = 0.1
 
 _STATUS: dict[str, RunStatus] = {
     "QUEUED": "queued",
@@ -196,6 +198,14 @@ class HatchetBackgroundBackend:
         # Hatchet cancels the task's asyncio task after a 1 s grace: CancelledError in the
         # graph. A finished run keeps its status.
         await asyncio.wait_for(self.runs.aio_cancel(_uuid(run_id)), self.call_timeout)
+        # The engine applies the cancel asynchronously: wait until the run reads as finished,
+        # so the cancel request answers with the cancelled Response (as OpenAI's does).
+        deadline = asyncio.get_running_loop().time() + self.call_timeout
+        while asyncio.get_running_loop().time() < deadline:
+            run = await self.get(run_id)
+            if run is None or run.terminal:
+                return
+            await asyncio.sleep(CANCEL_POLL_SECONDS)
 
 
 def to_run(run_id: str, run: Any) -> BackgroundRun | None:
@@ -245,8 +255,19 @@ def _uuid(run_id: str) -> str:
     return str(uuid.UUID(hex=run_id))
 
 
+def _route_sdk_logs() -> None:
+    # The SDK's "hatchet" logger prints its own text lines to stdout; send its records through
+    # the process's logging instead, so `lgos serve` and `lgos worker` stay one JSON record per
+    # line. (The worker's action-listener subprocess, which the SDK spawns, keeps its own.)
+    sdk_logger = logging.getLogger("hatchet")
+    for handler in list(sdk_logger.handlers):
+        sdk_logger.removeHandler(handler)
+    sdk_logger.propagate = True
+
+
 def connect() -> Hatchet:
     """The SDK's client from HATCHET_CLIENT_* (and .env files); a bad setup is a clear error."""
+    _route_sdk_logs()
     try:
         return Hatchet()
     except ValidationError as error:

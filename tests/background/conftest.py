@@ -7,7 +7,6 @@ it stops when the package's last test ends, so its processes and connections do 
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -27,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = "tests.background.registry:create_registry"
 LGOS = str(Path(sys.executable).parent / "lgos")
 WORKER_SLOTS = 2
-START_TIMEOUT = 90.0
+# Generous: on a busy 2-core machine four processes importing at once take minutes.
+START_TIMEOUT = 240.0
 
 
 @pytest.fixture

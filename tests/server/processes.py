@@ -20,6 +20,8 @@ SAMPLE_REGISTRY = "sample_app.registry:create_registry"
 LGOS = str(Path(sys.executable).parent / "lgos")
 START_TIMEOUT = 90.0
 _RUNNING = re.compile(r"Uvicorn running on http://([\d.]+):(\d+)")
+# `lgos worker` on Hatchet: the SDK spawns a listener process that logs in its own format.
+_HATCHET_SUBPROCESS_LINE = re.compile(r"^\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\]\t\U0001fa93 -- ")
 # Variables a developer's shell may hold that would change what the process does.
 _OWNED_PREFIXES = ("LGOS_", "UVICORN_", "LANGFUSE_", "OTEL_")
 _OWNED_NAMES = ("WEB_CONCURRENCY", "FORWARDED_ALLOW_IPS")
@@ -82,9 +84,12 @@ class ServerProcess:
         return "\n".join(["--- stdout", *self.stdout[-60:], "--- stderr", *self.stderr[-60:]])
 
     def records(self) -> list[dict[str, Any]]:
-        """Every stdout line, parsed: each one must be a JSON object."""
+        """Every stdout line, parsed: each one must be a JSON object (besides the lines of the
+        Hatchet SDK's action-listener subprocess, which LGOS does not configure)."""
         parsed = []
         for line in list(self.stdout):
+            if _HATCHET_SUBPROCESS_LINE.match(line):
+                continue
             record = json.loads(line)
             assert isinstance(record, dict), line
             parsed.append(record)

@@ -58,8 +58,8 @@ def _database_url(conninfo: str) -> str:
 
 
 def _settings(path: Path) -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
-    return {key: value for key, value in pairs}
+    lines = path.read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
 @contextmanager
@@ -106,6 +106,4 @@ def running_engine(state_dir: Path) -> Iterator[dict[str, str]]:
             )
             yield _settings(state_dir / "client.env")
         finally:
-            subprocess.run(
-                ["bash", str(BOOTSTRAP), "down"], env=env, timeout=60, check=False
-            )
+            subprocess.run(["bash", str(BOOTSTRAP), "down"], env=env, timeout=60, check=False)
