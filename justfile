@@ -21,6 +21,23 @@ setup:
 test *args: setup
     uv run pytest {{ args }}
 
+# Copy the screenshots the browser tests took (build/screenshots/) over the docs' pictures.
+docs-images:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    shopt -s nullglob
+    shots=(build/screenshots/*/*.png)
+    if [ ${#shots[@]} -eq 0 ]; then
+        echo "no screenshots in build/screenshots/: run the browser tests first" >&2
+        exit 1
+    fi
+    for shot in "${shots[@]}"; do
+        target="docs/img/${shot#build/screenshots/}"
+        mkdir -p "$(dirname "$target")"
+        cp "$shot" "$target"
+        echo "$target"
+    done
+
 # Lint and format checks.
 lint:
     uv run ruff check .

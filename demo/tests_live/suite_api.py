@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-import httpx
+import httpx2
 import openai
 import pytest
 from openai import OpenAI
@@ -59,7 +59,7 @@ def lgos_metadata(target: Target, model: str) -> dict[str, Any] | None:
 
 def api_metadata(api_url: str, model: str) -> dict[str, Any]:
     """The metadata the LGOS API itself publishes for `model`."""
-    resp = httpx.get(f"{api_url}/models/{model}", timeout=30)
+    resp = httpx2.get(f"{api_url}/models/{model}", timeout=30)
     resp.raise_for_status()
     return dict(resp.json()["lgos"])
 

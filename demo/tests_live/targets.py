@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpx2
 from openai import OpenAI
 from openai.types.responses import Response
 
@@ -87,8 +87,8 @@ class Target:
         """Extra kwargs for retrieve/cancel (Bifrost picks the provider from the query)."""
         return {"extra_query": {"provider": self.provider}} if self.provider else {}
 
-    def http(self) -> httpx.Client:
-        return httpx.Client(
+    def http(self) -> httpx2.Client:
+        return httpx2.Client(
             base_url=self.base_url,
             headers={"Authorization": f"Bearer {self.api_key}"},
             timeout=60,

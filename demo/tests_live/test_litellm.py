@@ -13,7 +13,7 @@ import pytest
 from .suite_api import ApiSuite
 from .targets import Target, decode_litellm_id
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
 
 
 class TestApiThroughLiteLLM(ApiSuite):

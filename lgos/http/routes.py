@@ -7,7 +7,7 @@ import inspect
 import logging
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -16,22 +16,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from lgos import context
-from lgos.background.protocol import BackgroundBackend
-from lgos.errors import InvalidRequestError, LgosError, NotFoundError
-from lgos.http.background import BackgroundRoutes
+from lgos.core import log_fields
+from lgos.core.background import BackgroundBackend
+from lgos.core.errors import InvalidRequestError, LgosError, NotFoundError
+from lgos.core.registry import GraphRegistry
 from lgos.http.streaming import EventStreamResponse
-from lgos.registry import GraphRegistry
 from lgos.service import chat, responses
-from lgos.wire import chat as chat_wire
+from lgos.service.background import BackgroundResponses
+from lgos.wire import chat_decoder, responses_decoder
 from lgos.wire import models as models_wire
-from lgos.wire import responses_request
-from lgos.wire.errors import SERVER_ERROR_MESSAGE, error_body
-from lgos.wire.validation import parse_json_object
+from lgos.wire.decoding import parse_json_object
+from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE, error_body
 
 logger = logging.getLogger("lgos.http")
 
-ScopeResolver = Callable[[Request], str | Awaitable[str]]
+# Resolves the server-trusted owner of a request (the authenticated tenant, say).
+OwnerScopeResolver = Callable[[Request], str | Awaitable[str]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 _SANE_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
@@ -80,7 +80,7 @@ def guarded(endpoint: Endpoint) -> Endpoint:
 
     async def handle(request: Request) -> Response:
         request_id = _request_id(request)
-        token = context.bind(request_id=request_id)
+        token = log_fields.bind(request_id=request_id)
         try:
             response = await endpoint(request)
         except LgosError as error:
@@ -92,13 +92,11 @@ def guarded(endpoint: Endpoint) -> Endpoint:
             )
             response = server_error_response()
         finally:
-            fields = context.current()
-            context.reset(token)
+            fields = log_fields.current()
+            log_fields.reset(token)
         if isinstance(response, EventStreamResponse):
-            response.headers.append((b"x-request-id", request_id.encode()))
             response.log_fields = fields
-        else:
-            response.headers["x-request-id"] = request_id
+        response.headers["x-request-id"] = request_id
         return response
 
     return handle
@@ -114,28 +112,38 @@ async def json_body(request: Request) -> dict[str, Any]:
     return parse_json_object(await request.body())
 
 
+# The owner scope of every request when the host names none.
+SHARED_OWNER_SCOPE = "default"
+
+
 class OpenAIRoutes:
-    """The handlers, bound to one registry, scope resolver and background engine."""
+    """The handlers, bound to one registry, owner scope resolver and background engine."""
 
     def __init__(
         self,
         registry: GraphRegistry,
-        checkpoint_scope: ScopeResolver | None,
+        owner_scope: OwnerScopeResolver | None,
         background: BackgroundBackend | None,
         ping_interval: float = 15.0,
     ) -> None:
         self.registry = registry
-        self.checkpoint_scope = checkpoint_scope
+        self.owner_scope = owner_scope
         self.ping_interval = ping_interval
-        self.background = BackgroundRoutes(registry, background, self.scope, ping_interval)
+        self.background = BackgroundResponses(registry, background)
 
     async def scope(self, request: Request) -> str:
-        if self.checkpoint_scope is None:
-            return "default"
-        scope = self.checkpoint_scope(request)
+        if self.owner_scope is None:
+            return SHARED_OWNER_SCOPE
+        scope = self.owner_scope(request)
         if inspect.isawaitable(scope):
             scope = await scope
         return scope
+
+    def _send(self, result: dict[str, Any] | AsyncGenerator[bytes]) -> Response:
+        if isinstance(result, dict):
+            return JSON(result)
+        # A client that leaves a background stream stops reading only: the run goes on.
+        return EventStreamResponse(result, ping_interval=self.ping_interval)
 
     async def list_models(self, request: Request) -> Response:
         return JSON(models_wire.model_list(self.registry))
@@ -146,30 +154,50 @@ class OpenAIRoutes:
         return JSON(models_wire.model_object(model_id, config, detail=True))
 
     async def chat_completions(self, request: Request) -> Response:
-        decoded = chat_wire.decode(await json_body(request))
-        context.add(model=decoded.body.model, stream=decoded.stream)
+        decoded = chat_decoder.decode(await json_body(request))
+        log_fields.add(model=decoded.body.model, stream=decoded.stream)
         scope = await self.scope(request)
         if decoded.stream:
             frames = await chat.open_stream(
                 self.registry, decoded, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
             )
-            return EventStreamResponse(frames, ping_interval=self.ping_interval)  # type: ignore[return-value]
+            return EventStreamResponse(frames, ping_interval=self.ping_interval)
         return JSON(await chat.create(self.registry, decoded, scope=scope))
 
     async def create_response(self, request: Request) -> Response:
-        decoded = responses_request.decode(await json_body(request))
-        context.add(model=decoded.body.model, stream=decoded.stream)
+        decoded = responses_decoder.decode(await json_body(request))
+        log_fields.add(model=decoded.body.model, stream=decoded.stream)
         if decoded.background:
-            return await self.background.create(request, decoded)
+            key = responses_decoder.idempotency_key(request.headers, decoded)
+            scope = await self.scope(request)
+            return self._send(
+                await self.background.create(decoded, owner_scope=scope, idempotency_key=key)
+            )
         prepared = responses.prepare(self.registry, decoded)
-        context.add(response_id=prepared.context.id, run_id=prepared.plan.run_id)
+        log_fields.add(response_id=prepared.echo.id, run_id=prepared.plan.run_id)
         scope = await self.scope(request)
         if decoded.stream:
             frames = await responses.open_stream(
                 self.registry, prepared, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
             )
-            return EventStreamResponse(frames, ping_interval=self.ping_interval)  # type: ignore[return-value]
+            return EventStreamResponse(frames, ping_interval=self.ping_interval)
         return JSON(await responses.create(self.registry, prepared, scope=scope))
+
+    async def retrieve_response(self, request: Request) -> Response:
+        query = responses_decoder.decode_retrieve_query(request.query_params)
+        result = await self.background.retrieve(
+            request.path_params["response_id"],
+            owner_scope=await self.scope(request),
+            stream=query.stream,
+            starting_after=query.starting_after,
+        )
+        return self._send(result)
+
+    async def cancel_response(self, request: Request) -> Response:
+        snapshot = await self.background.cancel(
+            request.path_params["response_id"], owner_scope=await self.scope(request)
+        )
+        return JSON(snapshot)
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -186,8 +214,8 @@ class OpenAIRoutes:
             ("/models/{model_id:path}", self.get_model, ["GET"]),
             ("/chat/completions", self.chat_completions, ["POST"]),
             ("/responses", self.create_response, ["POST"]),
-            ("/responses/{response_id}", self.background.retrieve, ["GET"]),
-            ("/responses/{response_id}/cancel", self.background.cancel, ["POST"]),
+            ("/responses/{response_id}", self.retrieve_response, ["GET"]),
+            ("/responses/{response_id}/cancel", self.cancel_response, ["POST"]),
             ("/health", self.health, ["GET"]),
             ("/version", self.version, ["GET"]),
             ("/{path:path}", self.unknown_route, ["GET", "POST", "PUT", "PATCH", "DELETE"]),

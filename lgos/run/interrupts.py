@@ -19,11 +19,11 @@ from typing import Any
 
 from langgraph.types import Command
 
-from lgos.errors import InterruptConflictError, InvalidRequestError
-from lgos.registry import CompiledGraph, GraphConfig
-from lgos.run.coordinator import RunCoordinator
-from lgos.run.events import Finished, Interrupted, RunEvent
-from lgos.run.request import GraphRequest
+from lgos.core.coordinator import RunCoordinator
+from lgos.core.errors import InterruptConflictError, InvalidRequestError
+from lgos.core.registry import CompiledGraph, GraphConfig
+from lgos.core.request import GraphRequest
+from lgos.core.run_events import Finished, Interrupted, RunEvent
 from lgos.run.runner import Checkpointing, run_graph, runnable_config
 
 logger = logging.getLogger("lgos.run")

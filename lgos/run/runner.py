@@ -15,12 +15,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError, is_invalid_resume
-from langgraph.types import Command, StreamMode
+from langgraph.types import StreamMode
 
-from lgos.errors import GraphError, InvalidRequestError
-from lgos.events import STATUS_EVENT_TYPE
-from lgos.registry import CompiledGraph, GraphConfig
-from lgos.run.events import (
+from lgos.core.errors import GraphError, InvalidRequestError
+from lgos.core.registry import CompiledGraph, GraphConfig
+from lgos.core.request import GraphRequest
+from lgos.core.run_events import (
     Citation,
     Commentary,
     Finished,
@@ -30,7 +30,7 @@ from lgos.run.events import (
     TextDelta,
     Usage,
 )
-from lgos.run.request import REQUEST_CONFIG_KEY, GraphRequest
+from lgos.run.nodes import REQUEST_CONFIG_KEY, STATUS_EVENT_TYPE
 from lgos.run.telemetry import Workflow, run_callbacks
 
 logger = logging.getLogger("lgos.run")
@@ -201,7 +201,3 @@ def _translate(error: BaseException) -> BaseException:
             code="invalid_value",
         )
     return error
-
-
-def resume_command(answers: Mapping[str, Any]) -> Command[Any]:
-    return Command(resume=dict(answers))

@@ -17,7 +17,12 @@ from openai.types.responses import Response
 
 from tests.background.conftest import Deployment
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.processes,
+    pytest.mark.timeout(600),
+]
 
 DEADLINE_SECONDS = 60.0
 NO_DELAY = {"lgos_settings": '{"delay_seconds": 0}'}

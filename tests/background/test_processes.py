@@ -19,20 +19,25 @@ import pytest
 from dbos import DBOSClient
 from psycopg_pool import AsyncConnectionPool
 
-from lgos.background.events import PostgresResponseEventLog
-from lgos.errors import ConfigurationError
+from lgos.core.errors import ConfigurationError
 from lgos.integrations import hatchet as hatchet_integration
 from lgos.integrations.dbos import DBOSBackgroundBackend, _sqlalchemy_url
+from lgos.integrations.postgres import PostgresResponseEventLog
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.wire import ids
 from tests.background.conftest import Deployment, is_message
 from tests.background.test_conformance import NO_DELAY, finished, step_seen, topic
 from tests.support import hatchet as hatchet_support
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.processes,
+    pytest.mark.timeout(600),
+]
 
 
-@pytest.fixture(params=["workers", "hatchet"])
+@pytest.fixture(params=["dbos", "hatchet"])
 async def workers(request: pytest.FixtureRequest) -> Deployment:
     """The two-API, two-worker deployment of each engine that runs workers."""
     found: Deployment = request.getfixturevalue(f"{request.param}_deployment")

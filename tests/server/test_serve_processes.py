@@ -9,8 +9,8 @@ import json
 import os
 import pty
 import select
+import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -20,25 +20,32 @@ import httpx2
 import pytest
 from openai import OpenAI
 
-from tests.server.processes import (
-    LGOS,
-    SAMPLE_DIR,
-    SAMPLE_REGISTRY,
-    START_TIMEOUT,
-    ServerProcess,
-    clean_environment,
-    run_to_exit,
-    serving,
-)
+from tests.server.sample_app import SAMPLE_DIR, SAMPLE_REGISTRY
 from tests.server.sample_app.registry import ANSWER
+from tests.support import processes
+from tests.support.processes import (
+    LGOS,
+    START_TIMEOUT,
+    Process,
+    clean_environment,
+    free_port,
+)
 
-pytestmark = [pytest.mark.processes, pytest.mark.slow]
+pytestmark = [pytest.mark.processes, pytest.mark.slow, pytest.mark.timeout(600)]
 
 # A prompt the logs must never contain.
 PROMPT = "my card number is 4111-1111-1111-1111"
 
 
-def openai_client(server: ServerProcess, prefix: str = "/v1") -> OpenAI:
+def serving(args: list[str], env: dict[str, str]) -> Any:
+    return processes.serving(args, env, cwd=SAMPLE_DIR)
+
+
+def run_to_exit(args: list[str], env: dict[str, str]) -> Process:
+    return processes.run_to_exit(args, env, cwd=SAMPLE_DIR)
+
+
+def openai_client(server: Process, prefix: str = "/v1") -> OpenAI:
     return OpenAI(
         base_url=server.base_url + prefix,
         api_key="unused",
@@ -47,7 +54,7 @@ def openai_client(server: ServerProcess, prefix: str = "/v1") -> OpenAI:
     )
 
 
-def ask(server: ServerProcess, request_id: str, prefix: str = "/v1") -> None:
+def ask(server: Process, request_id: str, prefix: str = "/v1") -> None:
     completion = openai_client(server, prefix).chat.completions.create(
         model="sample",
         messages=[{"role": "user", "content": PROMPT}],
@@ -56,7 +63,7 @@ def ask(server: ServerProcess, request_id: str, prefix: str = "/v1") -> None:
     assert completion.choices[0].message.content == ANSWER
 
 
-def node_record(server: ServerProcess, request_id: str) -> dict[str, Any]:
+def node_record(server: Process, request_id: str) -> dict[str, Any]:
     [record] = server.wait_for_record(
         lambda r: r.get("logger") == "sample_app.graph" and r.get("request_id") == request_id
     )
@@ -138,14 +145,8 @@ def test_env_file_loads_lgos_settings(tmp_path: Path) -> None:
     assert unknown.status_code == 404
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_uvicorn_variables_configure_the_server(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     # A log configuration of the user's own replaces the structured logs.
     log_config = tmp_path / "logging.json"
     log_config.write_text(
@@ -221,11 +222,27 @@ def test_terminal_output(args: list[str], json_lines: bool) -> None:
         assert " INFO    uvicorn.error: Uvicorn running on http://127.0.0.1:" in line
 
 
-def test_reload_serves_the_registry() -> None:
-    with serving([SAMPLE_REGISTRY, "--port", "0", "--reload"], clean_environment()) as server:
-        server.wait_for_record(lambda r: r["message"] == "Application startup complete.")
+def startup_complete(record: dict[str, Any]) -> bool:
+    return bool(record["message"] == "Application startup complete.")
+
+
+def test_reload_serves_the_edited_registry(tmp_path: Path) -> None:
+    """--reload restarts the server when a source file changes, and serves the new code."""
+    shutil.copytree(SAMPLE_DIR / "sample_app", tmp_path / "sample_app")
+    args = [SAMPLE_REGISTRY, "--port", "0", "--reload"]
+    with processes.serving(args, clean_environment(), cwd=tmp_path) as server:
+        server.wait_for_record(startup_complete)
         ask(server, "req-reload-1")
         node_record(server, "req-reload-1")
+
+        registry = tmp_path / "sample_app" / "registry.py"
+        edited = "Hello from the edited sample app."
+        registry.write_text(registry.read_text().replace(ANSWER, edited))
+        server.wait_for_record(startup_complete, count=2)
+        completion = openai_client(server).chat.completions.create(
+            model="sample", messages=[{"role": "user", "content": "hello"}]
+        )
+        assert completion.choices[0].message.content == edited
 
 
 @pytest.mark.postgres

@@ -19,7 +19,7 @@ from pathlib import Path
 from psycopg.conninfo import conninfo_to_dict
 
 from tests.support.postgres import temporary_database
-from tests.support.servers import free_port
+from tests.support.processes import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 BOOTSTRAP = REPO / "scripts" / "hatchet-bootstrap.sh"

@@ -2,7 +2,8 @@
 
 Each test drives the page as a person would (log in, pick a model in the profile menu, change
 settings in the settings panel, type, click) and asserts only on what the page shows. Each saves
-a screenshot under docs/img/chainlit/ that the docs page embeds.
+a screenshot under build/screenshots/chainlit/ (`just docs-images` refreshes the copies
+the docs page embeds, in docs/img/chainlit/).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Page, expect
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 REVIEW = re.compile(r"Review needed")
 

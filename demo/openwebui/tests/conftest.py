@@ -24,13 +24,12 @@ from owui_support import (
     OPENWEBUI_DIR,
     REPO,
     Gateway,
-    free_port,
     http_json,
     start,
-    stop,
-    wait_for,
 )
 from playwright.sync_api import Browser, Page, Playwright, expect
+
+from tests.support.processes import free_port
 
 # Generous: the machine may be busy (2 cores), and Open WebUI renders after its socket connects.
 expect.set_options(timeout=60_000)
@@ -51,12 +50,11 @@ def lgos_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     lgos = Path(sys.executable).with_name("lgos")
     env = {**os.environ, "LGOS_BACKGROUND": "memory"}
     command = [str(lgos), "serve", "demo.registry:create_registry", "--host", "127.0.0.1"]
-    process = start([*command, "--port", str(port)], log, env)
+    process = start([*command, "--port", str(port)], log, env, f"http://127.0.0.1:{port}/v1/models")
     try:
-        wait_for(f"http://127.0.0.1:{port}/v1/models", process, log)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
-        stop(process)
+        process.stop(grace=20)
 
 
 @pytest.fixture(scope="session")
@@ -72,10 +70,9 @@ def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
         "OPENWEBUI_PORT": str(port),
         "LGOS_BASE_URL": lgos_url,
     }
-    process = start([str(OPENWEBUI_DIR / "run.sh")], data / "openwebui.log", env)
     url = f"http://127.0.0.1:{port}"
+    process = start([str(OPENWEBUI_DIR / "run.sh")], data / "openwebui.log", env, f"{url}/health")
     try:
-        wait_for(f"{url}/health", process, data / "openwebui.log")
         sync = [
             sys.executable,
             str(OPENWEBUI_DIR / "sync.py"),
@@ -88,7 +85,7 @@ def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
         subprocess.run([*sync, "--poll-interval", "0.25"], check=True)
         yield url
     finally:
-        stop(process)
+        process.stop(grace=20)
 
 
 @pytest.fixture(scope="session")
@@ -111,16 +108,16 @@ def gateway(
         "LITELLM_MASTER_KEY": key,
     }
     log = tmp_path_factory.mktemp("litellm") / "litellm.log"
-    process = start(["bash", str(litellm / "run.sh")], log, env)
+    ready = f"http://127.0.0.1:{port}/health/liveliness"
+    process = start(["bash", str(litellm / "run.sh")], log, env, ready)
     gateway = f"http://127.0.0.1:{port}/v1"
     try:
-        wait_for(f"http://127.0.0.1:{port}/health/liveliness", process, log)
         sync = [sys.executable, str(OPENWEBUI_DIR / "sync.py"), "--url", openwebui_url]
         options = ["--lgos-url", gateway, "--lgos-key", key, "--function-id", "lgos_gateway"]
         subprocess.run([*sync, *options, "--poll-interval", "0.25"], check=True)
         yield Gateway(function="lgos_gateway", url=gateway, key=key)
     finally:
-        stop(process)
+        process.stop(grace=20)
 
 
 @pytest.fixture(scope="session")

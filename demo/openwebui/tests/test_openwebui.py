@@ -10,8 +10,12 @@ import re
 import time
 from typing import Any
 
+import pytest
 from owui_support import Gateway, http_json, screenshot
 from playwright.sync_api import Page, expect
+
+# Starts real processes (or a browser): slower than the suite-wide timeout on a busy host.
+pytestmark = pytest.mark.timeout(900)
 
 TOPIC = "Quarterly risks"
 

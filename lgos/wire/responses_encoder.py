@@ -1,4 +1,7 @@
-"""Responses API objects and the SSE event stream, built from neutral run events.
+"""Responses API objects and the stream events, built from neutral run events.
+
+The stream is a list of event objects (plain dicts): the caller frames them as SSE or, for a
+streamed background Response, stores them in the event log as they are.
 
 Every Response carries the full Open Responses field set (nulls where empty), which the
 official SDK in strict mode and Open Responses validators both accept.
@@ -10,31 +13,26 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from lgos.run.events import (
+from lgos.core.background import ResponseStatus
+from lgos.core.run_events import (
     Citation,
     Commentary,
     Finished,
     Interrupted,
-    PendingInterrupt,
     Usage,
 )
 from lgos.wire import ids
-from lgos.wire.errors import SERVER_ERROR_MESSAGE
-from lgos.wire.sse import named_event
-
-INTERRUPT_FUNCTION = "lgos_interrupt"
-RESPONSE_SCHEMA_KEY = "lgos_response_schema"
-
-Status = Literal["queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
+from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE
+from lgos.wire.interrupts import INTERRUPT_FUNCTION, interrupt_arguments, interrupt_call_id
 
 
 @dataclass(slots=True)
-class ResponseContext:
-    """The request-derived fields every snapshot of one Response echoes."""
+class ResponseEcho:
+    """The request-derived fields every snapshot of one Response echoes (its id included)."""
 
     id: str
     model: str
@@ -51,7 +49,7 @@ class ResponseContext:
 
     def snapshot(
         self,
-        status: Status,
+        status: ResponseStatus,
         output: list[dict[str, Any]] | None = None,
         *,
         usage: Usage | None = None,
@@ -158,20 +156,10 @@ def function_call_item(call_id: str, name: str, arguments: str) -> dict[str, Any
     }
 
 
-def interrupt_arguments(pending: PendingInterrupt) -> str:
-    """The question as JSON; a response schema rides along under a reserved key."""
-    if pending.response_schema is None:
-        return json.dumps(pending.value)
-    value = pending.value
-    body = dict(value) if isinstance(value, Mapping) else {"value": value}
-    body[RESPONSE_SCHEMA_KEY] = pending.response_schema
-    return json.dumps(body)
-
-
 def interrupt_items(event: Interrupted) -> list[dict[str, Any]]:
     return [
         function_call_item(
-            ids.interrupt_call_id(event.run_id, pending.id),
+            interrupt_call_id(event.run_id, pending.id),
             INTERRUPT_FUNCTION,
             interrupt_arguments(pending),
         )
@@ -200,11 +188,11 @@ def final_output(event: Finished) -> list[dict[str, Any]]:
 
 
 class ResponsesStream:
-    """Encodes one Response's SSE stream. Sequence numbers start at 0 and only grow."""
+    """Encodes one Response's stream events. Sequence numbers start at 0 and only grow."""
 
     __slots__ = ("_answer_id", "_answer_index", "_answer_text", "_context", "_output", "_sequence")
 
-    def __init__(self, context: ResponseContext, sequence: int = 0) -> None:
+    def __init__(self, context: ResponseEcho, sequence: int = 0) -> None:
         self._context = context
         # A background worker continues the stream the API began (or a dead worker left).
         self._sequence = sequence
@@ -213,20 +201,20 @@ class ResponsesStream:
         self._answer_index = -1
         self._answer_text: list[str] = []
 
-    def _event(self, event_type: str, payload: dict[str, Any]) -> bytes:
+    def _event(self, event_type: str, payload: dict[str, Any]) -> dict[str, Any]:
         payload["type"] = event_type
         payload["sequence_number"] = self._sequence
         self._sequence += 1
-        return named_event(event_type, payload)
+        return payload
 
-    def start(self) -> list[bytes]:
+    def start(self) -> list[dict[str, Any]]:
         snapshot = self._context.snapshot("in_progress")
         return [
             self._event("response.created", {"response": snapshot}),
             self._event("response.in_progress", {"response": snapshot}),
         ]
 
-    def queued(self) -> list[bytes]:
+    def queued(self) -> list[dict[str, Any]]:
         """How a streamed background Response begins, before a worker takes it."""
         snapshot = self._context.snapshot("queued")
         return [
@@ -234,15 +222,15 @@ class ResponsesStream:
             self._event("response.queued", {"response": snapshot}),
         ]
 
-    def in_progress(self) -> bytes:
+    def in_progress(self) -> dict[str, Any]:
         return self._event(
             "response.in_progress", {"response": self._context.snapshot("in_progress")}
         )
 
-    def text_delta(self, text: str) -> list[bytes]:
-        frames = self._open_answer() if self._answer_id is None else []
+    def text_delta(self, text: str) -> list[dict[str, Any]]:
+        events = self._open_answer() if self._answer_id is None else []
         self._answer_text.append(text)
-        frames.append(
+        events.append(
             self._event(
                 "response.output_text.delta",
                 {
@@ -254,35 +242,35 @@ class ResponsesStream:
                 },
             )
         )
-        return frames
+        return events
 
-    def commentary(self, event: Commentary) -> list[bytes]:
+    def commentary(self, event: Commentary) -> list[dict[str, Any]]:
         item = message_item(ids.message_id(), event.text, "commentary")
         return self._complete_item(item, text=event.text)
 
-    def finished(self, event: Finished) -> list[bytes]:
-        frames = self._close_answer(url_citations(event.citations))
+    def finished(self, event: Finished) -> list[dict[str, Any]]:
+        events = self._close_answer(url_citations(event.citations))
         for item in tool_call_items(event.message):
-            frames.extend(self._complete_item(item))
+            events.extend(self._complete_item(item))
         if not self._output:
-            frames.extend(self._open_answer())
-            frames.extend(self._close_answer([]))
-        frames.append(self._terminal("response.completed", "completed", usage=event.usage))
-        return frames
+            events.extend(self._open_answer())
+            events.extend(self._close_answer([]))
+        events.append(self._terminal("response.completed", "completed", usage=event.usage))
+        return events
 
-    def interrupted(self, event: Interrupted) -> list[bytes]:
-        frames = self._close_answer([])
+    def interrupted(self, event: Interrupted) -> list[dict[str, Any]]:
+        events = self._close_answer([])
         for item in interrupt_items(event):
-            frames.extend(self._complete_item(item))
-        frames.append(self._terminal("response.completed", "completed"))
-        return frames
+            events.extend(self._complete_item(item))
+        events.append(self._terminal("response.completed", "completed"))
+        return events
 
     def failed(
         self, message: str = SERVER_ERROR_MESSAGE, code: str = "server_error"
-    ) -> list[bytes]:
+    ) -> list[dict[str, Any]]:
         """An `error` event (nested and flat forms, see the protocol notes), then
         `response.failed`. Items already shown stay; an open answer becomes incomplete."""
-        frames = [
+        events = [
             self._event(
                 "error",
                 {
@@ -302,12 +290,12 @@ class ResponsesStream:
             self._output[self._answer_index]["status"] = "incomplete"
             self._output[self._answer_index]["content"] = [text_part("".join(self._answer_text))]
             self._answer_id = None
-        frames.append(
+        events.append(
             self._terminal("response.failed", "failed", error={"code": code, "message": message})
         )
-        return frames
+        return events
 
-    def _open_answer(self) -> list[bytes]:
+    def _open_answer(self) -> list[dict[str, Any]]:
         self._answer_id = ids.message_id()
         self._answer_index = len(self._output)
         item = {
@@ -334,7 +322,7 @@ class ResponsesStream:
             ),
         ]
 
-    def _close_answer(self, annotations: list[dict[str, Any]]) -> list[bytes]:
+    def _close_answer(self, annotations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self._answer_id is None:
             return []
         text = "".join(self._answer_text)
@@ -345,14 +333,14 @@ class ResponsesStream:
             "output_index": self._answer_index,
             "content_index": 0,
         }
-        frames = [
+        events = [
             self._event(
                 "response.output_text.annotation.added",
                 {**common, "annotation_index": index, "annotation": annotation},
             )
             for index, annotation in enumerate(annotations)
         ]
-        frames += [
+        events += [
             self._event("response.output_text.done", {**common, "text": text, "logprobs": []}),
             self._event(
                 "response.content_part.done", {**common, "part": text_part(text, annotations)}
@@ -362,9 +350,9 @@ class ResponsesStream:
             ),
         ]
         self._answer_id = None
-        return frames
+        return events
 
-    def _complete_item(self, item: dict[str, Any], text: str | None = None) -> list[bytes]:
+    def _complete_item(self, item: dict[str, Any], text: str | None = None) -> list[dict[str, Any]]:
         """Emit a whole item at once: added, its content or arguments, done."""
         index = len(self._output)
         self._output.append(item)
@@ -402,10 +390,10 @@ class ResponsesStream:
     def _terminal(
         self,
         event_type: str,
-        status: Status,
+        status: ResponseStatus,
         *,
         usage: Usage | None = None,
         error: dict[str, Any] | None = None,
-    ) -> bytes:
+    ) -> dict[str, Any]:
         snapshot = self._context.snapshot(status, self._output, usage=usage, error=error)
         return self._event(event_type, {"response": snapshot})

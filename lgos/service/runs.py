@@ -5,47 +5,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from langchain_core.messages import BaseMessage
-
-from lgos.errors import InterruptConflictError, InvalidRequestError
-from lgos.registry import GraphConfig, GraphFeature, GraphRegistry
-from lgos.run.events import Finished, Interrupted, RunEvent
+from lgos.core.client_settings import SETTINGS_PARAM
+from lgos.core.errors import InterruptConflictError, InvalidRequestError
+from lgos.core.registry import GraphConfig, GraphFeature, GraphRegistry
+from lgos.core.request import GraphRequest
+from lgos.core.run_events import Finished, Interrupted, RunEvent
 from lgos.run.interrupts import Resume, run_checkpointed
-from lgos.run.request import ClientFunctionTool, GraphRequest, ToolChoice
 from lgos.run.runner import run_graph
-from lgos.settings import SETTINGS_PARAM
 from lgos.wire import ids
-
-DEFAULT_SCOPE = "default"
-
-
-class RequestBody(Protocol):
-    @property
-    def model(self) -> str: ...
-    @property
-    def user(self) -> str | None: ...
-    @property
-    def parallel_tool_calls(self) -> bool | None: ...
+from lgos.wire.decoding import DecodedRequest
+from lgos.wire.interrupts import parse_interrupt_call_id
 
 
-class DecodedRequest(Protocol):
-    """What both APIs' decoders produce (`DecodedChatRequest`, `DecodedResponsesRequest`)."""
-
-    @property
-    def body(self) -> RequestBody: ...
-    @property
-    def messages(self) -> tuple[BaseMessage, ...]: ...
-    @property
-    def metadata(self) -> dict[str, str]: ...
-    @property
-    def tools(self) -> tuple[ClientFunctionTool, ...]: ...
-    @property
-    def tool_choice(self) -> ToolChoice: ...
-
-
-def graph_request(config: GraphConfig, decoded: DecodedRequest) -> GraphRequest:
+def graph_request(config: GraphConfig, decoded: DecodedRequest[Any]) -> GraphRequest:
     """The protocol-neutral request; validates `metadata.lgos_settings` against the graph."""
     body = decoded.body
     model, metadata = body.model, decoded.metadata
@@ -100,7 +74,7 @@ def plan_run(
     runs: set[str] = set()
     by_interrupt: dict[str, str] = {}
     for call_id, output in answers.items():
-        parsed = ids.parse_interrupt_call_id(call_id)
+        parsed = parse_interrupt_call_id(call_id)
         if parsed is None:
             raise InterruptConflictError(f"'{call_id}' is not a question this server asked.")
         runs.add(parsed[0])
@@ -198,7 +172,3 @@ async def run_to_end(events: AsyncIterator[RunEvent]) -> Finished | Interrupted:
     finally:
         await events.aclose()  # type: ignore[attr-defined]
     raise RuntimeError("the run ended without a terminal event")
-
-
-def echo_metadata(metadata: Mapping[str, Any]) -> dict[str, str]:
-    return {key: value for key, value in metadata.items() if isinstance(value, str)}

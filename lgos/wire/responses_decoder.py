@@ -11,27 +11,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
-from lgos.errors import InvalidRequestError
-from lgos.run.request import ClientFunctionTool, NamedToolChoice, ToolChoice
-from lgos.wire.messages import assistant_with_calls, tool_call
-from lgos.wire.responses import INTERRUPT_FUNCTION
-from lgos.wire.tools import checked_tools, resolve_tool_choice
-from lgos.wire.validation import (
+from lgos.core.errors import InvalidRequestError
+from lgos.core.request import ClientFunctionTool, NamedToolChoice, ToolChoice
+from lgos.wire.decoding import (
+    GENERATION_CONTROLS,
+    ApiBody,
+    DecodedRequest,
     StrictBody,
+    assistant_with_calls,
+    check_common,
     check_metadata,
+    checked_tools,
+    joined_text,
+    reject_set,
+    resolve_tool_choice,
+    tool_call,
+    tool_output,
     unsupported,
-    unsupported_content,
     validate,
 )
+from lgos.wire.interrupts import INTERRUPT_FUNCTION
 
 
 class InputText(StrictBody):
@@ -175,38 +177,24 @@ class StreamOptions(StrictBody):
     include_obfuscation: bool | None = None
 
 
-class ResponsesBody(StrictBody):
-    model: str = Field(min_length=1)
+class ResponsesBody(ApiBody):
     input: str | list[InputItem]
     instructions: str | None = None
-    stream: bool | None = None
     stream_options: StreamOptions | None = None
     background: bool | None = None
-    store: bool | None = None
     previous_response_id: str | None = None
-    metadata: dict[str, Any] | None = None
-    user: str | None = None
     tools: list[Tool] | None = None
     tool_choice: Literal["none", "auto", "required"] | NamedFunction | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
     text: TextConfig | None = None
     truncation: Literal["disabled", "auto"] | None = None
     include: list[str] | None = None
-    service_tier: str | None = None
-    safety_identifier: str | None = None
     extra_headers: dict[str, str] | None = None
     # Generation controls: graphs own their model calls, so only "unset" is accepted.
-    temperature: float | None = None
-    top_p: float | None = None
-    top_logprobs: int | None = None
     max_output_tokens: int | None = None
     max_tool_calls: int | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
     reasoning: dict[str, Any] | None = None
     conversation: Any = None
     prompt: Any = None
-    prompt_cache_key: str | None = None
     prompt_cache_retention: str | None = None
 
     @field_validator("input")
@@ -233,37 +221,20 @@ _TAGS = frozenset(
     }
 )
 _UNSET_ONLY = (
-    "temperature",
-    "top_p",
-    "top_logprobs",
+    *GENERATION_CONTROLS,
     "max_output_tokens",
     "max_tool_calls",
-    "presence_penalty",
-    "frequency_penalty",
     "reasoning",
     "conversation",
     "prompt",
-    "prompt_cache_key",
     "prompt_cache_retention",
-    "safety_identifier",
 )
 IDEMPOTENCY_HEADERS = ("idempotency-key", "x-idempotency-key")
 
 
 @dataclass(frozen=True, slots=True)
-class DecodedResponsesRequest:
-    body: ResponsesBody
-    messages: tuple[BaseMessage, ...]
-    metadata: dict[str, str]
-    tools: tuple[ClientFunctionTool, ...]
-    tool_choice: ToolChoice
-    # Answers to a paused run: call id → output. None for an ordinary request.
-    answers: dict[str, str] | None
+class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
     body_idempotency_key: str | None
-
-    @property
-    def stream(self) -> bool:
-        return bool(self.body.stream)
 
     @property
     def background(self) -> bool:
@@ -323,15 +294,8 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
 
 
 def _reject_unsupported(body: ResponsesBody, data: Mapping[str, Any]) -> None:
-    for name in _UNSET_ONLY:
-        if getattr(body, name) is not None:
-            raise unsupported(name, "The graph decides how its models are called.")
-    if body.stream_options is not None and not body.stream:
-        raise InvalidRequestError(
-            "Invalid 'stream_options': only allowed when 'stream' is true.",
-            param="stream_options",
-            code="invalid_value",
-        )
+    reject_set(body, _UNSET_ONLY)
+    check_common(body, body.stream_options)
     if body.text is not None:
         if body.text.format is not None and body.text.format.type != "text":
             raise unsupported("text.format", "Graphs answer in plain text.")
@@ -341,8 +305,6 @@ def _reject_unsupported(body: ResponsesBody, data: Mapping[str, Any]) -> None:
         raise unsupported("truncation", "Only 'disabled' is supported.")
     if body.include:
         raise unsupported("include")
-    if body.service_tier not in (None, "auto", "default"):
-        raise unsupported("service_tier")
     if body.background:
         if body.store is False:
             raise InvalidRequestError(
@@ -399,15 +361,13 @@ def _body_idempotency_key(body: ResponsesBody) -> str | None:
 def _text_of(content: str | list[Any], param: str) -> str:
     if isinstance(content, str):
         return content
-    texts: list[str] = []
-    for index, part in enumerate(content):
-        if isinstance(part, InputText | OutputText):
-            texts.append(part.text)
-        elif isinstance(part, Refusal):
-            texts.append(part.refusal)
-        else:
-            raise unsupported_content(f"{param}[{index}]", part.type)
-    return "".join(texts)
+    return joined_text(content, param, _part_text)
+
+
+def _part_text(part: Any) -> str | None:
+    if isinstance(part, InputText | OutputText):
+        return part.text
+    return part.refusal if isinstance(part, Refusal) else None
 
 
 def _conversation(body: ResponsesBody) -> tuple[tuple[BaseMessage, ...], dict[str, str] | None]:
@@ -476,15 +436,17 @@ def _conversation(body: ResponsesBody) -> tuple[tuple[BaseMessage, ...], dict[st
             else:
                 messages.append(SystemMessage(content=text))
         elif isinstance(item, FunctionCallOutputItem):
-            if item.call_id not in calls_by_id or item.call_id in answered:
-                raise InvalidRequestError(
-                    f"Invalid '{param}.call_id': no earlier function_call with this call id, or "
-                    "it was answered already.",
+            messages.append(
+                tool_output(
+                    item.call_id,
+                    _output_text(item),
+                    calls=calls_by_id,
+                    answered=answered,
                     param=f"{param}.call_id",
-                    code="invalid_value",
+                    problem="no earlier function_call with this call id, or it was answered "
+                    "already.",
                 )
-            answered.add(item.call_id)
-            messages.append(ToolMessage(content=_output_text(item), tool_call_id=item.call_id))
+            )
         elif isinstance(item, ReasoningItem):
             continue
         else:
@@ -530,3 +492,71 @@ def _resume_tail_start(items: list[Any]) -> int:
         else:
             break
     return start
+
+
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+
+
+def idempotency_key(headers: Mapping[str, str], decoded: DecodedResponsesRequest) -> str | None:
+    """The client's Idempotency-Key: a header, or LiteLLM's body `extra_headers`."""
+    key = next((headers[name] for name in IDEMPOTENCY_HEADERS if name in headers), None)
+    if key is None:
+        key = decoded.body_idempotency_key
+    if key is None:
+        return None
+    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise InvalidRequestError(
+            "Invalid 'Idempotency-Key': expected 1 to 255 characters.",
+            param="Idempotency-Key",
+            code="invalid_value",
+        )
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieveQuery:
+    """`GET /v1/responses/{id}`'s query: poll, or stream the events after `starting_after`."""
+
+    stream: bool
+    starting_after: int | None
+
+
+def decode_retrieve_query(params: Mapping[str, str]) -> RetrieveQuery:
+    # include_obfuscation: accepted and ignored (no obfuscation padding is sent).
+    stream = _boolean(params, "stream")
+    after = _starting_after(params)
+    if after is not None and not stream:
+        raise InvalidRequestError(
+            "'starting_after' is only allowed with 'stream=true'.",
+            param="starting_after",
+            code="invalid_value",
+        )
+    return RetrieveQuery(stream, after)
+
+
+def _boolean(params: Mapping[str, str], name: str) -> bool:
+    value = params.get(name)
+    if value is None or value.lower() == "false":
+        return False
+    if value.lower() == "true":
+        return True
+    raise InvalidRequestError(
+        f"Invalid '{name}': expected true or false.", param=name, code="invalid_value"
+    )
+
+
+def _starting_after(params: Mapping[str, str]) -> int | None:
+    value = params.get("starting_after")
+    if value is None:
+        return None
+    try:
+        after = int(value)
+    except ValueError:
+        after = -1
+    if after < 0:
+        raise InvalidRequestError(
+            "Invalid 'starting_after': expected a sequence number (an integer, 0 or more).",
+            param="starting_after",
+            code="invalid_value",
+        )
+    return after

@@ -4,31 +4,38 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from lgos.background.protocol import BackgroundBackend
-from lgos.http.routes import OpenAIRoutes, ScopeResolver
-from lgos.registry import GraphRegistry
+from lgos.core.background import BackgroundBackend
+from lgos.core.errors import ConfigurationError
+from lgos.core.registry import GraphRegistry
+from lgos.http.routes import OpenAIRoutes, OwnerScopeResolver
 
 
 class LanggraphOpenaiServe:
     """Binds the OpenAI-compatible routes of `registry` onto `app` (a new app if None).
 
-    `checkpoint_scope` resolves the server-trusted owner of a request (for example the
+    `owner_scope` resolves the server-trusted owner of a request (for example the
     authenticated tenant): it separates interrupt checkpoints and authorizes background
-    retrieve/cancel. It defaults to one shared scope.
+    retrieve/cancel. It defaults to one shared scope. `checkpoint_scope` is the same
+    resolver under the reference design's name; pass one or the other.
     """
 
     def __init__(
         self,
         registry: GraphRegistry,
         app: FastAPI | None = None,
-        checkpoint_scope: ScopeResolver | None = None,
+        checkpoint_scope: OwnerScopeResolver | None = None,
         background: BackgroundBackend | None = None,
         *,
+        owner_scope: OwnerScopeResolver | None = None,
         ping_interval: float = 15.0,
     ) -> None:
+        if owner_scope is not None and checkpoint_scope is not None:
+            raise ConfigurationError("pass owner_scope or checkpoint_scope, not both")
         self.registry = registry
         self.app = app if app is not None else FastAPI(title="LGOS")
-        self.routes = OpenAIRoutes(registry, checkpoint_scope, background, ping_interval)
+        self.routes = OpenAIRoutes(
+            registry, owner_scope or checkpoint_scope, background, ping_interval
+        )
         self.app.state.graph_registry = registry
 
     def bind_openai_api(self, prefix: str = "/v1") -> LanggraphOpenaiServe:

@@ -6,17 +6,15 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.pregel import Pregel
 
-from lgos.errors import ConfigurationError, GraphError, ModelNotFoundError
-from lgos.settings import ClientSettings
-
-if TYPE_CHECKING:
-    from lgos.run.coordinator import RunCoordinator
-    from lgos.run.request import GraphRequest
+from lgos.core.client_settings import ClientSettings
+from lgos.core.coordinator import RunCoordinator
+from lgos.core.errors import ConfigurationError, GraphError, ModelNotFoundError
+from lgos.core.request import GraphRequest
 
 
 class GraphFeature(StrEnum):

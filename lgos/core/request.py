@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 
-from lgos.settings import ClientSettings
+from lgos.core.client_settings import ClientSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,16 +55,3 @@ class GraphRequest:
     @property
     def conversation_id(self) -> str | None:
         return self.metadata.get("conversation_id")
-
-
-REQUEST_CONFIG_KEY = "__lgos_request"
-
-
-def get_request() -> GraphRequest:
-    """The request being served, from inside a graph node (tools, user, settings)."""
-    from langgraph.config import get_config
-
-    request = get_config().get("configurable", {}).get(REQUEST_CONFIG_KEY)
-    if not isinstance(request, GraphRequest):
-        raise RuntimeError("get_request() is only available while LGOS runs a graph")
-    return request

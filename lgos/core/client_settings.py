@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lgos.errors import ConfigurationError, InvalidRequestError
+from lgos.core.errors import ConfigurationError, InvalidRequestError
 
 SETTINGS_PARAM = "metadata.lgos_settings"
 
