@@ -56,8 +56,9 @@ type-check:
 # Everything CI checks besides the tests: lint, types, docs.
 check: lint type-check docs
 
-# Build the documentation site strictly (warnings fail).
+# Build the documentation site strictly (warnings fail); it works offline (Mermaid bundled).
 docs *args:
+    bash scripts/docs-assets.sh
     NO_MKDOCS_2_WARNING=1 uv run mkdocs build --strict {{ args }}
 
 # Benchmarks: LGOS against a bare graph and the reference product (`just bench --quick`).

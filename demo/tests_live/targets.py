@@ -116,10 +116,11 @@ def direct_styles() -> dict[str, Callable[[str], dict[str, Any]]]:
 
 
 def litellm_styles() -> dict[str, Callable[[str], dict[str, Any]]]:
-    # LiteLLM never forwards a plain Idempotency-Key header. It forwards x-*
-    # headers (forward_client_headers_to_llm_api) and turns a body field
-    # `extra_headers` into upstream headers.
+    # LiteLLM forwards only x-* client headers (forward_client_headers_to_llm_api)
+    # and turns a body field `extra_headers` into upstream headers; the demo's
+    # hook (demo/litellm/idempotency_key.py) passes a plain Idempotency-Key on.
     return {
+        "Idempotency-Key": lambda k: {"extra_headers": {"Idempotency-Key": k}},
         "body extra_headers": lambda k: {"extra_body": {"extra_headers": {"Idempotency-Key": k}}},
         "X-Idempotency-Key": lambda k: {"extra_headers": {"X-Idempotency-Key": k}},
     }

@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -81,11 +82,11 @@ class LgosServer:
     background engine is the in-memory one, which is enough for one process.
     """
 
-    def __init__(self, log: Path, postgres_uri: str | None) -> None:
+    def __init__(self, log: Path, postgres_uri: str | None, background: str = "memory") -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
-        self.env = {**os.environ, "LGOS_BACKGROUND": "memory"}
+        self.env = {**os.environ, "LGOS_BACKGROUND": background}
         self.env.pop("LGOS_POSTGRES_URI", None)
         if postgres_uri:
             self.env["LGOS_POSTGRES_URI"] = postgres_uri
@@ -123,6 +124,30 @@ def lgos_server(logs_dir: Path) -> Iterator[LgosServer | None]:
         server.stop()
         if durable:
             drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def chainlit_without_worker(logs_dir: Path) -> Iterator[ChainlitApp]:
+    """Chainlit on an LGOS that queues background runs on DBOS but has no worker at all, so
+    a run stays queued: what a user sees when the workers are down."""
+    api_db = f"lgos_api_noworker_test_{secrets.token_hex(4)}"
+    ui_db = f"lgos_chainlit_noworker_test_{secrets.token_hex(4)}"
+    if not create_database(api_db):
+        pytest.skip("psycopg is not installed: DBOS needs PostgreSQL")
+    server = LgosServer(logs_dir / "lgos-noworker.log", f"{PG_ADMIN_URL}/{api_db}", "dbos")
+    app = ChainlitApp(
+        server.base_url, f"{PG_ADMIN_URL}/{ui_db}", logs_dir / "chainlit-noworker.log"
+    )
+    try:
+        server.start()
+        app.start()
+        yield app
+    finally:
+        app.stop()
+        server.stop()
+        python = str(APP_DIR / ".venv" / "bin" / "python")
+        subprocess.run([python, str(APP_DIR / "setup_db.py"), "--drop", app.env["DATABASE_URL"]])
+        drop_database(api_db)
 
 
 @pytest.fixture(scope="session")
@@ -233,3 +258,33 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 def screenshot_dir() -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     return SHOTS
+
+
+class Timings:
+    """Send → visible times of the flows the docs report, written to build/timings/.
+
+    Measured, never asserted: the machine's load decides them.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.rows: list[tuple[str, float]] = []
+
+    def record(self, step: str, started: float) -> None:
+        self.rows.append((step, round(time.monotonic() - started, 2)))
+
+    def save(self) -> None:
+        if not self.rows:
+            return
+        folder = REPO / "build" / "timings"
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / f"{self.name}.jsonl").open("a") as out:
+            for step, seconds in self.rows:
+                out.write(f'{{"step": "{step}", "seconds": {seconds}}}\n')
+
+
+@pytest.fixture(scope="session")
+def timings() -> Iterator[Timings]:
+    found = Timings("chainlit")
+    yield found
+    found.save()
