@@ -13,6 +13,13 @@ from lgos import InMemoryBackgroundBackend, LanggraphOpenaiServe
 from tests.support.graphs import Probe, build_registry
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests run last. pytest-playwright's sync Playwright lives for the rest of the
+    session once a test asks for it, and it keeps an event loop running in the main thread, so
+    every async test after it would fail to start its own loop."""
+    items.sort(key=lambda item: "playwright" in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

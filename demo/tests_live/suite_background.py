@@ -187,7 +187,7 @@ class BackgroundSuite:
     def test_background_stream_replays_and_resumes(self, target: Target) -> None:
         """A client that lost its stream reads it again (`retrieve(stream=True)`), or from
         where it was (`starting_after`): through LiteLLM from 1.110 on too."""
-        client = target.client(streaming=True)
+        client = target.client()
         created = list(
             client.responses.create(
                 model=target.model(BACKGROUND_MODEL),
