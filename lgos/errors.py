@@ -43,6 +43,28 @@ class ModelNotFoundError(NotFoundError):
         )
 
 
+class PayloadTooLargeError(LgosError):
+    status_code = 413
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The request body is larger than this server accepts ({limit} bytes).",
+            code="request_too_large",
+        )
+
+
+class RequestTimeoutError(LgosError):
+    """The client sent its headers but not its body in time (408, which clients retry)."""
+
+    status_code = 408
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"The request body did not arrive within {seconds:g} seconds.",
+            code="request_timeout",
+        )
+
+
 class ConflictError(LgosError):
     """A well-formed request that the current state of a run cannot accept (409, final)."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from lgos.background.protocol import BackgroundBackend
-from lgos.http.routes import OpenAIRoutes, ScopeResolver
+from lgos.http.routes import OpenAIRoutes, RequestLimits, ScopeResolver
 from lgos.registry import GraphRegistry
 
 
@@ -25,10 +25,11 @@ class LanggraphOpenaiServe:
         background: BackgroundBackend | None = None,
         *,
         ping_interval: float = 15.0,
+        limits: RequestLimits | None = None,
     ) -> None:
         self.registry = registry
         self.app = app if app is not None else FastAPI(title="LGOS")
-        self.routes = OpenAIRoutes(registry, checkpoint_scope, background, ping_interval)
+        self.routes = OpenAIRoutes(registry, checkpoint_scope, background, ping_interval, limits)
         self.app.state.graph_registry = registry
 
     def bind_openai_api(self, prefix: str = "/v1") -> LanggraphOpenaiServe:

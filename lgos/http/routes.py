@@ -3,22 +3,30 @@ because this code sits in front of every token a graph produces."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import re
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from pydantic_core import to_json
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from lgos import context
 from lgos.background.protocol import BackgroundBackend
-from lgos.errors import InvalidRequestError, LgosError, NotFoundError
+from lgos.errors import (
+    InvalidRequestError,
+    LgosError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RequestTimeoutError,
+)
 from lgos.http.background import BackgroundRoutes
 from lgos.http.streaming import EventStreamResponse
 from lgos.registry import GraphRegistry
@@ -37,6 +45,21 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 _SANE_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
 # Frames wait this long for a run's first event before the stream is committed.
 FIRST_EVENT_PATIENCE_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestLimits:
+    """What one request may send (ServerSettings.MAX_BODY_BYTES, BODY_TIMEOUT_SECONDS)."""
+
+    max_body_bytes: int = 4 * 1024 * 1024
+    body_timeout_seconds: float = 60.0
+
+
+class ClientGoneError(LgosError):
+    """The client hung up while sending its body: nobody will read the reply."""
+
+    def __init__(self) -> None:
+        super().__init__("The client closed the connection.", code="client_disconnected")
 
 
 class JSON(Response):
@@ -104,14 +127,37 @@ def guarded(endpoint: Endpoint) -> Endpoint:
     return handle
 
 
-async def json_body(request: Request) -> dict[str, Any]:
+async def json_body(request: Request, limits: RequestLimits) -> dict[str, Any]:
     content_type = request.headers.get("content-type", "")
     if content_type.split(";", 1)[0].strip().lower() != "application/json":
         raise InvalidRequestError(
             "Invalid Content-Type header: send the request body as application/json.",
             code="invalid_content_type",
         )
-    return parse_json_object(await request.body())
+    return parse_json_object(await read_body(request, limits))
+
+
+async def read_body(request: Request, limits: RequestLimits) -> bytes:
+    """The body, refused before it is buffered when it is larger than the limit (declared or
+    actual) or slower than the body timeout."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise PayloadTooLargeError(limits.max_body_bytes)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(limits.body_timeout_seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limits.max_body_bytes:
+                    raise PayloadTooLargeError(limits.max_body_bytes)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise RequestTimeoutError(limits.body_timeout_seconds) from None
+    except ClientDisconnect:
+        logger.info("http.request.client_disconnected")
+        raise ClientGoneError() from None
+    return b"".join(chunks)
 
 
 class OpenAIRoutes:
@@ -123,8 +169,10 @@ class OpenAIRoutes:
         checkpoint_scope: ScopeResolver | None,
         background: BackgroundBackend | None,
         ping_interval: float = 15.0,
+        limits: RequestLimits | None = None,
     ) -> None:
         self.registry = registry
+        self.limits = limits or RequestLimits()
         self.checkpoint_scope = checkpoint_scope
         self.ping_interval = ping_interval
         self.background = BackgroundRoutes(registry, background, self.scope, ping_interval)
@@ -146,7 +194,7 @@ class OpenAIRoutes:
         return JSON(models_wire.model_object(model_id, config, detail=True))
 
     async def chat_completions(self, request: Request) -> Response:
-        decoded = chat_wire.decode(await json_body(request))
+        decoded = chat_wire.decode(await json_body(request, self.limits))
         context.add(model=decoded.body.model, stream=decoded.stream)
         scope = await self.scope(request)
         if decoded.stream:
@@ -157,7 +205,7 @@ class OpenAIRoutes:
         return JSON(await chat.create(self.registry, decoded, scope=scope))
 
     async def create_response(self, request: Request) -> Response:
-        decoded = responses_request.decode(await json_body(request))
+        decoded = responses_request.decode(await json_body(request, self.limits))
         context.add(model=decoded.body.model, stream=decoded.stream)
         if decoded.background:
             return await self.background.create(request, decoded)

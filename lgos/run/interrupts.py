@@ -19,6 +19,7 @@ from typing import Any
 
 from langgraph.types import Command
 
+from lgos import safe_json
 from lgos.errors import InterruptConflictError, InvalidRequestError
 from lgos.registry import CompiledGraph, GraphConfig
 from lgos.run.coordinator import RunCoordinator
@@ -136,7 +137,13 @@ def _answer_value(output: str, structured: bool) -> Any:
     if not structured:
         return output
     try:
-        return json.loads(output)
+        return safe_json.loads(output)
+    except safe_json.JSONLimitError as error:
+        raise InvalidRequestError(
+            f"Invalid 'input': the function_call_output holds {error.problem}.",
+            param="input",
+            code="invalid_value",
+        ) from None
     except json.JSONDecodeError:
         return output
 

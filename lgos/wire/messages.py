@@ -7,12 +7,16 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolCall
 
+from lgos import safe_json
 from lgos.errors import InvalidRequestError
+from lgos.wire.validation import json_limit_error
 
 
 def parse_arguments(arguments: str, param: str) -> dict[str, Any]:
     try:
-        value = json.loads(arguments) if arguments else {}
+        value = safe_json.loads(arguments) if arguments else {}
+    except safe_json.JSONLimitError as error:
+        raise json_limit_error(error, param) from None
     except json.JSONDecodeError:
         raise InvalidRequestError(
             f"Invalid '{param}': function call arguments must be a JSON object string.",

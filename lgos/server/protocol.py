@@ -1,0 +1,126 @@
+"""Uvicorn's httptools protocol with the limits a public HTTP server needs.
+
+Uvicorn's httptools parser accepts headers of any size (eight 50 MB headers took a server to
+487 MB and 16 s of CPU) and waits forever for a socket that never sends its request, so idle
+sockets pile up until the file-descriptor limit refuses everyone. This protocol, which
+`lgos serve` selects with `--http lgos.server.protocol:LimitedHttpToolsProtocol` unless told
+otherwise:
+
+- answers 431 once a request's head (request line and headers) passes
+  `LGOS_MAX_HEADER_BYTES`, before the parser has buffered more than that plus one read;
+- answers 408 and closes when a request's head is not complete within
+  `LGOS_HEADER_TIMEOUT_SECONDS` of the connection opening (or of the request's first byte on
+  a kept-alive connection);
+- sends Uvicorn's own 400 for unparseable requests in the OpenAI error envelope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from functools import cache
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from lgos.server.settings import ServerSettings
+from lgos.wire.errors import error_body
+
+logger = logging.getLogger("lgos.http")
+
+_REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
+
+
+@cache
+def _limits() -> tuple[int, float]:
+    settings = ServerSettings.from_environment()
+    return settings.MAX_HEADER_BYTES, settings.HEADER_TIMEOUT_SECONDS
+
+
+def error_reply(status: int, message: str, code: str) -> bytes:
+    """A complete HTTP/1.1 reply carrying the envelope, closing the connection."""
+    body = json.dumps(error_body(message, error_type="invalid_request_error", code=code)).encode()
+    head = (
+        b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status])
+        + b"content-type: application/json\r\n"
+        + b"content-length: %d\r\n" % len(body)
+        + b"connection: close\r\n\r\n"
+    )
+    return head + body
+
+
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_header_bytes, self.header_timeout = _limits()
+        self._awaiting_head = True
+        self._head_bytes = 0
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._awaiting_head:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        if self._awaiting_head and self._head_bytes > self.max_header_bytes:
+            self._reject(
+                431,
+                f"The request's headers are larger than this server accepts "
+                f"({self.max_header_bytes} bytes).",
+                "request_headers_too_large",
+            )
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._awaiting_head = True
+        self._head_bytes = 0
+        if self._head_timer is None:
+            self._arm_head_timer()
+
+    def on_headers_complete(self) -> None:
+        self._awaiting_head = False
+        self._disarm_head_timer()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        # Between requests Uvicorn's keep-alive timeout applies; the head timer restarts with
+        # the next request's first byte.
+        self._awaiting_head = False
+        super().on_response_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        self._reject(400, "The server could not parse the HTTP request.", "invalid_http_request")
+
+    def _arm_head_timer(self) -> None:
+        self._head_timer = self.loop.call_later(self.header_timeout, self._head_timed_out)
+
+    def _disarm_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self._awaiting_head and not self.transport.is_closing():
+            self._reject(
+                408,
+                f"The request's headers did not arrive within {self.header_timeout:g} seconds.",
+                "request_timeout",
+            )
+
+    def _reject(self, status: int, message: str, code: str) -> None:
+        self._disarm_head_timer()
+        self._awaiting_head = False
+        if self.transport.is_closing():
+            return
+        logger.info("http.connection.rejected", extra={"http.response.status_code": status})
+        self.transport.write(error_reply(status, message, code))
+        self.transport.close()
