@@ -80,6 +80,9 @@ def error_response(error: LgosError, headers: dict[str, str] | None = None) -> J
     if not error.retryable:
         # The SDKs retry 409 by default; our conflicts are final.
         response.headers["x-should-retry"] = "false"
+    if error.status_code in (408, 413):
+        # The rest of the body may still be on its way: stop it by closing the connection.
+        response.headers["connection"] = "close"
     return response
 
 

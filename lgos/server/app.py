@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import importlib
 import inspect
@@ -134,7 +135,7 @@ async def watch_file_descriptors(check_every: float = FD_CHECK_SECONDS) -> None:
     loop = asyncio.get_running_loop()
     while True:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        open_count = _open_file_descriptors()
+        open_count = _open_file_descriptors(soft)
         if open_count is None:
             return
         exhausted = soft != resource.RLIM_INFINITY and open_count >= soft - 8
@@ -159,10 +160,14 @@ async def watch_file_descriptors(check_every: float = FD_CHECK_SECONDS) -> None:
         await asyncio.sleep(check_every)
 
 
-def _open_file_descriptors() -> int | None:
+def _open_file_descriptors(limit: int) -> int | None:
+    """How many descriptors are open; None where /proc cannot tell."""
     try:
         return len(os.listdir("/proc/self/fd"))
-    except OSError:
+    except OSError as error:
+        # Listing the directory takes a descriptor too: failing for want of one is the answer.
+        if error.errno in (errno.EMFILE, errno.ENFILE):
+            return limit
         return None
 
 

@@ -11,7 +11,11 @@ otherwise:
 - answers 408 and closes when a request's head is not complete within
   `LGOS_HEADER_TIMEOUT_SECONDS` of the connection opening (or of the request's first byte on
   a kept-alive connection);
-- sends Uvicorn's own 400 for unparseable requests in the OpenAI error envelope.
+- sends Uvicorn's own 400 for unparseable requests in the OpenAI error envelope;
+- closes "lingering" when it answers before the request's body (or head) has fully arrived, as
+  after a 413: it half-closes, discards what the client still sends for a few seconds, then
+  closes. Closing at once with unread data makes the kernel send a reset, and the client
+  loses the reply it was about to read.
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ from lgos.server.settings import ServerSettings
 from lgos.wire.errors import error_body
 
 logger = logging.getLogger("lgos.http")
+
+# Lingering close: discard late bytes until the client goes quiet for this long, at most
+# LINGER_MAX_SECONDS in all (nginx's lingering_timeout and lingering_time, scaled down).
+LINGER_QUIET_SECONDS = 2.0
+LINGER_MAX_SECONDS = 10.0
 
 _REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
 
@@ -50,6 +59,21 @@ def error_reply(status: int, message: str, code: str) -> bytes:
     return head + body
 
 
+class _LingeringTransport:
+    """The connection's transport as Uvicorn sees it: `close()` lingers while the client may
+    still be sending (see LimitedHttpToolsProtocol)."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: LimitedHttpToolsProtocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def close(self) -> None:
+        self._protocol.close_lingering()
+
+
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -57,16 +81,45 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._awaiting_head = True
         self._head_bytes = 0
         self._head_timer: asyncio.TimerHandle | None = None
+        self._body_pending = False
+        self._real_transport: asyncio.Transport | None = None
+        self._linger_timer: asyncio.TimerHandle | None = None
+        self._linger_deadline = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        self._real_transport = transport
+        super().connection_made(_LingeringTransport(transport, self))  # type: ignore[arg-type]
         self._arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_timer()
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+            self._linger_timer = None
         super().connection_lost(exc)
 
+    def close_lingering(self) -> None:
+        transport = self._real_transport
+        assert transport is not None
+        if transport.is_closing() or self._linger_timer is not None:
+            return
+        if not (self._awaiting_head or self._body_pending) or not transport.can_write_eof():
+            transport.close()
+            return
+        # Our reply is written; say we are done and let the client finish talking.
+        transport.write_eof()
+        transport.resume_reading()
+        self._linger_deadline = self.loop.time() + LINGER_MAX_SECONDS
+        self._linger_timer = self.loop.call_later(LINGER_QUIET_SECONDS, transport.close)
+
     def data_received(self, data: bytes) -> None:
+        if self._linger_timer is not None:
+            assert self._real_transport is not None
+            # Discarded unread; the client goes quiet or runs out of time.
+            self._linger_timer.cancel()
+            delay = min(LINGER_QUIET_SECONDS, max(0.0, self._linger_deadline - self.loop.time()))
+            self._linger_timer = self.loop.call_later(delay, self._real_transport.close)
+            return
         if self._awaiting_head:
             self._head_bytes += len(data)
         super().data_received(data)
@@ -87,8 +140,13 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._awaiting_head = False
+        self._body_pending = True
         self._disarm_head_timer()
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._body_pending = False
+        super().on_message_complete()
 
     def on_response_complete(self) -> None:
         # Between requests Uvicorn's keep-alive timeout applies; the head timer restarts with
@@ -118,9 +176,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def _reject(self, status: int, message: str, code: str) -> None:
         self._disarm_head_timer()
-        self._awaiting_head = False
-        if self.transport.is_closing():
+        if self.transport.is_closing() or self._linger_timer is not None:
             return
         logger.info("http.connection.rejected", extra={"http.response.status_code": status})
         self.transport.write(error_reply(status, message, code))
-        self.transport.close()
+        # The rest of the head (and a body) may still be coming: linger, then close.
+        self._awaiting_head = True
+        self.close_lingering()
