@@ -7,6 +7,8 @@ The HTTP layer is the only place that turns them into status codes and envelopes
 
 from __future__ import annotations
 
+import sys
+
 
 class LgosError(Exception):
     """An error whose message is safe to show to the client."""
@@ -103,3 +105,26 @@ class GraphError(RuntimeError):
 
 class ConfigurationError(ValueError):
     """The registry or server settings are invalid; raised at start-up, never per request."""
+
+
+def is_transient_database_error(error: BaseException) -> bool:
+    """Whether `error` (or what caused it) is a lost or unavailable database connection: the
+    database restarted or blipped, and the same work may succeed once it is back.
+
+    Read from the loaded modules, so the core never imports the PostgreSQL extra.
+    """
+    psycopg = sys.modules.get("psycopg")
+    pool = sys.modules.get("psycopg_pool")
+    kinds: tuple[type[BaseException], ...] = ()
+    if psycopg is not None:
+        kinds += (psycopg.OperationalError,)
+    if pool is not None:
+        kinds += (pool.PoolTimeout,)
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if kinds and isinstance(current, kinds):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

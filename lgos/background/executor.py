@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langgraph.pregel import Pregel
@@ -18,7 +20,7 @@ from lgos.background.events import (
     frame_event,
 )
 from lgos.background.protocol import BackgroundJob, RunStatus
-from lgos.errors import LgosError
+from lgos.errors import LgosError, RunBusyError, is_transient_database_error
 from lgos.registry import CompiledGraph, GraphConfig, GraphFeature, GraphRegistry
 from lgos.run.coordinator import RunCoordinator
 from lgos.service import responses
@@ -32,6 +34,11 @@ logger = logging.getLogger("lgos.background")
 # "sync" commits each step's checkpoint before the next step starts, so a worker killed in
 # the middle of a node loses that node only, never a node that already finished.
 _DURABILITY_KEY = "__pregel_durability"
+# A run that loses its database connection (a restart, a failover) is tried again from its
+# last checkpoint after these pauses, about a minute in all, before its Response fails. A run
+# found busy is tried again the same way: the holder may be a stuck worker whose sessions
+# the reaper has just ended, and its lease goes with them.
+RETRY_DELAYS_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 
 
 class DurableRuns:
@@ -121,12 +128,16 @@ async def execute_background_job(
             registry = durable.registry(registry)
         prepared = prepare_job(job, engine_run_id, registry)
         context.add(response_id=prepared.context.id)
-        try:
+
+        async def attempt() -> dict[str, Any]:
             if job.stream and events is not None:
                 return await _execute_streaming(job, engine_run_id, registry, prepared, events)
             return await responses.create(
                 registry, prepared, scope=job.owner_scope, continue_existing=True
             )
+
+        try:
+            return await with_retries(attempt)
         except LgosError as error:
             logger.info("background.request_rejected", extra={"code": error.code})
             return prepared.context.snapshot("failed", error=failure(error.message))
@@ -157,7 +168,12 @@ async def _execute_streaming(
         await events.append(engine_run_id, [frame_event(stream.in_progress())])
     result: dict[str, Any] | None = None
     async for batch in responses.stream_run(
-        registry, prepared, stream, scope=job.owner_scope, continue_existing=True
+        registry,
+        prepared,
+        stream,
+        scope=job.owner_scope,
+        continue_existing=True,
+        raise_transient=True,
     ):
         payloads = [frame_event(frame) for frame in batch]
         await events.append(engine_run_id, payloads)
@@ -167,6 +183,27 @@ async def _execute_streaming(
     if result is None:  # the run ended without a terminal event: never expected
         return prepared.context.snapshot("failed", error=failure(SERVER_ERROR_MESSAGE))
     return result
+
+
+async def with_retries(
+    attempt: Callable[[], Awaitable[dict[str, Any]]],
+    delays: tuple[float, ...] = RETRY_DELAYS_SECONDS,
+) -> dict[str, Any]:
+    """`attempt()`, again after each delay while it fails for want of the database or finds
+    its run busy; the last failure propagates."""
+    for delay in (*delays, None):
+        try:
+            return await attempt()
+        except Exception as error:
+            transient = is_transient_database_error(error)
+            if delay is None or not (transient or isinstance(error, RunBusyError)):
+                raise
+            logger.warning(
+                "background.run_retrying",
+                extra={"error.type": type(error).__qualname__, "retry_in_seconds": delay},
+            )
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 def placeholder_snapshot(

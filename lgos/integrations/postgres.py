@@ -347,6 +347,9 @@ async def open_postgres_resources(settings: ServerSettings) -> AsyncIterator[Ser
         min_size=size,
         max_size=size,
         kwargs=_connection_kwargs(),
+        # Each checkout is checked first (one round trip), so connections a database restart
+        # killed are replaced instead of failing the request or run that drew them.
+        check=AsyncConnectionPool.check_connection,
         open=False,
         name="lgos",
     )

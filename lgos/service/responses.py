@@ -8,7 +8,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from lgos.errors import InvalidRequestError, LgosError
+from lgos.errors import InvalidRequestError, LgosError, is_transient_database_error
 from lgos.registry import GraphConfig, GraphRegistry
 from lgos.run.events import Commentary, Finished, Interrupted, RunEvent, TextDelta
 from lgos.run.request import GraphRequest
@@ -159,17 +159,24 @@ def stream_run(
     *,
     scope: str,
     continue_existing: bool = False,
+    raise_transient: bool = False,
 ) -> AsyncGenerator[list[bytes]]:
     """Run with streaming and encode into `stream`, one list of frames per run event (the
-    streamed background path: the caller sends the stream's first events itself)."""
+    streamed background path: the caller sends the stream's first events itself).
+    `raise_transient` lets a lost database connection propagate, for a caller that retries
+    the run from its checkpoint, instead of ending the stream as failed."""
     events = _events(
         registry, prepared, scope=scope, streaming=True, continue_existing=continue_existing
     )
-    return frame_batches(prepared, events, stream)
+    return frame_batches(prepared, events, stream, raise_transient=raise_transient)
 
 
 async def frame_batches(
-    prepared: PreparedResponse, events: AsyncIterable[RunEvent], stream: ResponsesStream
+    prepared: PreparedResponse,
+    events: AsyncIterable[RunEvent],
+    stream: ResponsesStream,
+    *,
+    raise_transient: bool = False,
 ) -> AsyncGenerator[list[bytes]]:
     """The frames of each run event; a failing run ends with `error` and `response.failed`."""
     try:
@@ -179,7 +186,9 @@ async def frame_batches(
                 yield frames
     except LgosError as error:
         yield stream.failed(error.message, error.code or "invalid_request")
-    except Exception:
+    except Exception as error:
+        if raise_transient and is_transient_database_error(error):
+            raise
         logger.exception("responses.stream_failed", extra={"model": prepared.model})
         yield stream.failed(SERVER_ERROR_MESSAGE)
 

@@ -63,6 +63,8 @@ class Deployment:
             LGOS_WORKER_SLOTS=str(WORKER_SLOTS),
             LGOS_WORKER_RECOVERY_INTERVAL_SECONDS="0.5",
             LGOS_WORKER_SHUTDOWN_GRACE_SECONDS="1",
+            # Short, so a killed worker's runs move on quickly; long enough for a busy machine.
+            LGOS_WORKER_LEASE_SECONDS="6",
             LGOS_INTERRUPT_SWEEP_INTERVAL_MINUTES="0",
             PYTHONUNBUFFERED="1",
         )
