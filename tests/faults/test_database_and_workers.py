@@ -110,11 +110,6 @@ def steps_text(name: str) -> str:
     return f"Steps done for {name}: step_1, step_2, step_3"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: after a restart, a psycopg_pool whose idle connections all fail their check "
-    "times out (PoolTimeout) instead of reconnecting; background runs do recover",
-)
 async def test_database_restart_with_runs_queued_running_and_paused(
     dbos: Deployment, cluster: Cluster
 ) -> None:
@@ -189,11 +184,6 @@ async def _open(dbos: Deployment, name: str) -> bool:
     return True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: after a restart, a psycopg_pool whose idle connections all fail their check "
-    "times out (PoolTimeout) instead of reconnecting; background runs do recover",
-)
 async def test_idle_api_survives_a_restart(dbos: Deployment, cluster: Cluster) -> None:
     async with asyncio.timeout(DEADLINE_SECONDS):
         await asyncio.to_thread(cluster.restart)
