@@ -1,21 +1,53 @@
-"""An engine in the API process: for trials and tests. Runs die with the process."""
+"""An engine in the API process, and its event log: for trials and tests. Runs die with the
+process."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from lgos.background.events import InMemoryResponseEventLog
 from lgos.background.executor import execute_background_job
-from lgos.background.protocol import BackgroundJob, BackgroundRun
-from lgos.registry import GraphRegistry
+from lgos.core.background import BackgroundJob, BackgroundRun
+from lgos.core.registry import GraphRegistry
 
 logger = logging.getLogger("lgos.background")
+
+
+class InMemoryResponseEventLog:
+    """The log of `InMemoryBackgroundBackend`: lives and dies with the process."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, dict[int, dict[str, Any]]] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+
+    async def append(self, run_id: str, events: Sequence[dict[str, Any]]) -> None:
+        stored = self._events.setdefault(run_id, {})
+        for event in events:
+            stored.setdefault(int(event["sequence_number"]), event)
+        changed = self._changed.pop(run_id, None)
+        if changed is not None:
+            changed.set()
+
+    async def read(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+        stored = self._events.get(run_id, {})
+        return [stored[number] for number in sorted(stored) if number > after]
+
+    async def wait(self, run_id: str, after: int, patience: float) -> None:
+        if any(number > after for number in self._events.get(run_id, {})):
+            return
+        changed = self._changed.setdefault(run_id, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), patience)
+
+    async def delete(self, run_ids: Iterable[str]) -> None:
+        for run_id in run_ids:
+            self._events.pop(run_id, None)
 
 
 class InMemoryBackgroundBackend:
@@ -68,7 +100,7 @@ class InMemoryBackgroundBackend:
             await asyncio.gather(task, return_exceptions=True)
             # A task cancelled before it first ran never reached its own handlers.
             self._tasks.pop(run_id, None)
-            if self._runs[run_id].status in {"queued", "in_progress"}:
+            if not self._runs[run_id].terminal:
                 self._set(run_id, status="cancelled")
 
     def _set(self, run_id: str, **changes: Any) -> None:

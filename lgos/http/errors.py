@@ -4,10 +4,13 @@ Unknown paths, a method a route does not take (OPTIONS included), FastAPI's own 
 and an unhandled exception in a host route would otherwise answer `{"detail": ...}` or plain
 text, which OpenAI clients cannot show. `create_app` installs these handlers; an application
 that mounts the routes itself may call `install_error_envelopes` too.
+`error_reply` is the same envelope as a complete raw HTTP reply, for the connection-level
+refusals of `lgos.server.protocol`, which happen before any route runs.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -17,7 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from lgos.wire.errors import SERVER_ERROR_MESSAGE, error_body
+from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE, error_body
 
 logger = logging.getLogger("lgos.http")
 
@@ -47,6 +50,21 @@ def http_error_response(
         status_code=status,
         headers=headers,
     )
+
+
+_REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
+
+
+def error_reply(status: int, message: str, code: str) -> bytes:
+    """A complete HTTP/1.1 reply carrying the envelope, closing the connection."""
+    body = json.dumps(error_body(message, error_type="invalid_request_error", code=code)).encode()
+    head = (
+        b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status])
+        + b"content-type: application/json\r\n"
+        + b"content-length: %d\r\n" % len(body)
+        + b"connection: close\r\n\r\n"
+    )
+    return head + body
 
 
 async def _http_exception(request: Request, error: Exception) -> Response:

@@ -7,8 +7,9 @@ import asyncio
 import inspect
 import logging
 import re
+import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -18,28 +19,29 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from lgos import context
-from lgos.background.protocol import BackgroundBackend
-from lgos.errors import (
+from lgos.core import log_fields
+from lgos.core.background import BackgroundBackend
+from lgos.core.errors import (
     InvalidRequestError,
     LgosError,
     NotFoundError,
     PayloadTooLargeError,
     RequestTimeoutError,
 )
-from lgos.http.background import BackgroundRoutes
+from lgos.core.registry import GraphRegistry
+from lgos.http.request_log import LoggedResponse
 from lgos.http.streaming import EventStreamResponse
-from lgos.registry import GraphRegistry
 from lgos.service import chat, responses
-from lgos.wire import chat as chat_wire
+from lgos.service.background import BackgroundResponses
+from lgos.wire import chat_decoder, responses_decoder
 from lgos.wire import models as models_wire
-from lgos.wire import responses_request
-from lgos.wire.errors import SERVER_ERROR_MESSAGE, error_body
-from lgos.wire.validation import parse_json_object
+from lgos.wire.decoding import parse_json_object
+from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE, error_body
 
 logger = logging.getLogger("lgos.http")
 
-ScopeResolver = Callable[[Request], str | Awaitable[str]]
+# Resolves the server-trusted owner of a request (the authenticated tenant, say).
+OwnerScopeResolver = Callable[[Request], str | Awaitable[str]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 _SANE_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
@@ -100,13 +102,14 @@ def _request_id(request: Request) -> str:
     return uuid.uuid4().hex
 
 
-def guarded(endpoint: Endpoint) -> Endpoint:
-    """Request id, log fields, and OpenAI error envelopes around one endpoint. A 500 never
-    leaks internals: the details go to the log."""
+def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
+    """Request id, log fields, OpenAI error envelopes and the request's log record around one
+    endpoint. A 500 never leaks internals: the details go to the log."""
 
     async def handle(request: Request) -> Response:
+        started = time.perf_counter()
         request_id = _request_id(request)
-        token = context.bind(request_id=request_id)
+        token = log_fields.bind(request_id=request_id)
         try:
             response = await endpoint(request)
         except LgosError as error:
@@ -114,18 +117,16 @@ def guarded(endpoint: Endpoint) -> Endpoint:
         except Exception:
             logger.exception(
                 "http.request.failed",
-                extra={"http.request.method": request.method, "url.path": request.url.path},
+                extra={"http.request.method": request.method, "http.route": route},
             )
             response = server_error_response()
         finally:
-            fields = context.current()
-            context.reset(token)
-        if isinstance(response, EventStreamResponse):
-            response.headers.append((b"x-request-id", request_id.encode()))
-            response.log_fields = fields
-        else:
-            response.headers["x-request-id"] = request_id
-        return response
+            fields = log_fields.current()
+            log_fields.reset(token)
+        response.headers["x-request-id"] = request_id
+        return LoggedResponse(  # type: ignore[return-value]
+            response, fields, method=request.method, route=route, started=started, quiet=quiet
+        )
 
     return handle
 
@@ -163,30 +164,40 @@ async def read_body(request: Request, limits: RequestLimits) -> bytes:
     return b"".join(chunks)
 
 
+# The owner scope of every request when the host names none.
+SHARED_OWNER_SCOPE = "default"
+
+
 class OpenAIRoutes:
-    """The handlers, bound to one registry, scope resolver and background engine."""
+    """The handlers, bound to one registry, owner scope resolver and background engine."""
 
     def __init__(
         self,
         registry: GraphRegistry,
-        checkpoint_scope: ScopeResolver | None,
+        owner_scope: OwnerScopeResolver | None,
         background: BackgroundBackend | None,
         ping_interval: float = 15.0,
         limits: RequestLimits | None = None,
     ) -> None:
         self.registry = registry
         self.limits = limits or RequestLimits()
-        self.checkpoint_scope = checkpoint_scope
+        self.owner_scope = owner_scope
         self.ping_interval = ping_interval
-        self.background = BackgroundRoutes(registry, background, self.scope, ping_interval)
+        self.background = BackgroundResponses(registry, background)
 
     async def scope(self, request: Request) -> str:
-        if self.checkpoint_scope is None:
-            return "default"
-        scope = self.checkpoint_scope(request)
+        if self.owner_scope is None:
+            return SHARED_OWNER_SCOPE
+        scope = self.owner_scope(request)
         if inspect.isawaitable(scope):
             scope = await scope
         return scope
+
+    def _send(self, result: dict[str, Any] | AsyncGenerator[bytes]) -> Response:
+        if isinstance(result, dict):
+            return JSON(result)
+        # A client that leaves a background stream stops reading only: the run goes on.
+        return EventStreamResponse(result, ping_interval=self.ping_interval)
 
     async def list_models(self, request: Request) -> Response:
         return JSON(models_wire.model_list(self.registry))
@@ -197,30 +208,52 @@ class OpenAIRoutes:
         return JSON(models_wire.model_object(model_id, config, detail=True))
 
     async def chat_completions(self, request: Request) -> Response:
-        decoded = chat_wire.decode(await json_body(request, self.limits))
-        context.add(model=decoded.body.model, stream=decoded.stream)
+        decoded = chat_decoder.decode(await json_body(request, self.limits))
+        log_fields.add(model=decoded.body.model, stream=decoded.stream)
         scope = await self.scope(request)
         if decoded.stream:
             frames = await chat.open_stream(
                 self.registry, decoded, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
             )
-            return EventStreamResponse(frames, ping_interval=self.ping_interval)  # type: ignore[return-value]
+            return EventStreamResponse(frames, ping_interval=self.ping_interval)
         return JSON(await chat.create(self.registry, decoded, scope=scope))
 
     async def create_response(self, request: Request) -> Response:
-        decoded = responses_request.decode(await json_body(request, self.limits))
-        context.add(model=decoded.body.model, stream=decoded.stream)
+        decoded = responses_decoder.decode(await json_body(request, self.limits))
+        log_fields.add(
+            model=decoded.body.model, stream=decoded.stream, background=decoded.background
+        )
         if decoded.background:
-            return await self.background.create(request, decoded)
+            key = responses_decoder.idempotency_key(request.headers, decoded)
+            scope = await self.scope(request)
+            return self._send(
+                await self.background.create(decoded, owner_scope=scope, idempotency_key=key)
+            )
         prepared = responses.prepare(self.registry, decoded)
-        context.add(response_id=prepared.context.id, run_id=prepared.plan.run_id)
+        log_fields.add(response_id=prepared.echo.id, run_id=prepared.plan.run_id)
         scope = await self.scope(request)
         if decoded.stream:
             frames = await responses.open_stream(
                 self.registry, prepared, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
             )
-            return EventStreamResponse(frames, ping_interval=self.ping_interval)  # type: ignore[return-value]
+            return EventStreamResponse(frames, ping_interval=self.ping_interval)
         return JSON(await responses.create(self.registry, prepared, scope=scope))
+
+    async def retrieve_response(self, request: Request) -> Response:
+        query = responses_decoder.decode_retrieve_query(request.query_params)
+        result = await self.background.retrieve(
+            request.path_params["response_id"],
+            owner_scope=await self.scope(request),
+            stream=query.stream,
+            starting_after=query.starting_after,
+        )
+        return self._send(result)
+
+    async def cancel_response(self, request: Request) -> Response:
+        snapshot = await self.background.cancel(
+            request.path_params["response_id"], owner_scope=await self.scope(request)
+        )
+        return JSON(snapshot)
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -237,14 +270,19 @@ class OpenAIRoutes:
             ("/models/{model_id:path}", self.get_model, ["GET"]),
             ("/chat/completions", self.chat_completions, ["POST"]),
             ("/responses", self.create_response, ["POST"]),
-            ("/responses/{response_id}", self.background.retrieve, ["GET"]),
-            ("/responses/{response_id}/cancel", self.background.cancel, ["POST"]),
+            ("/responses/{response_id}", self.retrieve_response, ["GET"]),
+            ("/responses/{response_id}/cancel", self.cancel_response, ["POST"]),
             ("/health", self.health, ["GET"]),
             ("/version", self.version, ["GET"]),
             ("/{path:path}", self.unknown_route, ["GET", "POST", "PUT", "PATCH", "DELETE"]),
         ]
         return [
-            Route(prefix + path, guarded(endpoint), methods=methods, include_in_schema=False)
+            Route(
+                prefix + path,
+                guarded(endpoint, prefix + path, quiet=path == "/health"),
+                methods=methods,
+                include_in_schema=False,
+            )
             for path, endpoint, methods in table
         ]
 

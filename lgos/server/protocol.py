@@ -21,15 +21,14 @@ otherwise:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from functools import cache
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from lgos.http.errors import error_reply
 from lgos.server.settings import ServerSettings
-from lgos.wire.errors import error_body
 
 logger = logging.getLogger("lgos.http")
 
@@ -38,25 +37,11 @@ logger = logging.getLogger("lgos.http")
 LINGER_QUIET_SECONDS = 2.0
 LINGER_MAX_SECONDS = 10.0
 
-_REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
-
 
 @cache
 def _limits() -> tuple[int, float]:
     settings = ServerSettings.from_environment()
     return settings.MAX_HEADER_BYTES, settings.HEADER_TIMEOUT_SECONDS
-
-
-def error_reply(status: int, message: str, code: str) -> bytes:
-    """A complete HTTP/1.1 reply carrying the envelope, closing the connection."""
-    body = json.dumps(error_body(message, error_type="invalid_request_error", code=code)).encode()
-    head = (
-        b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status])
-        + b"content-type: application/json\r\n"
-        + b"content-length: %d\r\n" % len(body)
-        + b"connection: close\r\n\r\n"
-    )
-    return head + body
 
 
 class _LingeringTransport:

@@ -11,7 +11,8 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from lgos.run.coordinator import InMemoryRunCoordinator, RunCoordinator
+from lgos.core.background import ResponseEventLog
+from lgos.core.coordinator import InMemoryRunCoordinator, RunCoordinator
 from lgos.server.settings import ServerSettings
 
 logger = logging.getLogger("lgos.server")
@@ -27,15 +28,26 @@ class ServerResources:
     settings: ServerSettings
     # The PostgreSQL connection pool when LGOS_POSTGRES_URI is set (for engines sharing it).
     pool: Any = None
+    # The event log of streamed background Responses in that database (None without one).
+    events: ResponseEventLog | None = None
 
 
 @asynccontextmanager
 async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResources]:
     if settings.POSTGRES_URI:
-        from lgos.integrations.postgres import open_postgres_resources
+        from lgos.integrations.postgres import open_postgres
 
-        async with open_postgres_resources(settings) as resources:
-            yield resources
+        async with open_postgres(
+            settings.POSTGRES_URI, pool_size=settings.POSTGRES_POOL_SIZE
+        ) as postgres:
+            yield ServerResources(
+                checkpointer=postgres.checkpointer,
+                store=postgres.store,
+                run_coordinator=postgres.run_coordinator,
+                settings=settings,
+                pool=postgres.pool,
+                events=postgres.events,
+            )
         return
     logger.warning(
         "server.persistence.in_memory",

@@ -1,19 +1,19 @@
-"""The Responses API: one request from decoded body to a Response object or SSE frames."""
+"""The Responses API: one request from decoded body to a Response object or stream events."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from lgos.errors import InvalidRequestError, LgosError, is_transient_database_error
-from lgos.registry import GraphConfig, GraphRegistry
-from lgos.run.events import Commentary, Finished, Interrupted, RunEvent, TextDelta
-from lgos.run.request import GraphRequest
-from lgos.service.execution import (
-    PeekedEvents,
+from lgos.core.errors import InvalidRequestError, LgosError, is_transient_database_error
+from lgos.core.registry import GraphConfig, GraphRegistry
+from lgos.core.request import GraphRequest
+from lgos.core.run_events import Commentary, Finished, Interrupted, RunEvent, TextDelta
+from lgos.service.runs import (
     RunPlan,
     graph_request,
     plan_run,
@@ -22,14 +22,15 @@ from lgos.service.execution import (
     start_stream,
 )
 from lgos.wire import ids
-from lgos.wire.errors import SERVER_ERROR_MESSAGE
-from lgos.wire.responses import (
-    ResponseContext,
+from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE
+from lgos.wire.responses_decoder import DecodedResponsesRequest
+from lgos.wire.responses_encoder import (
+    ResponseEcho,
     ResponsesStream,
     final_output,
     interrupt_items,
 )
-from lgos.wire.responses_request import DecodedResponsesRequest
+from lgos.wire.sse import named_event
 
 logger = logging.getLogger("lgos.responses")
 
@@ -41,12 +42,16 @@ class PreparedResponse:
     decoded: DecodedResponsesRequest
     config: GraphConfig
     plan: RunPlan
-    context: ResponseContext
+    echo: ResponseEcho
     request: GraphRequest
 
     @property
     def model(self) -> str:
         return self.decoded.body.model
+
+    def with_response_id(self, response_id: str) -> PreparedResponse:
+        """The same request answered under another id (a background run's, once submitted)."""
+        return dataclasses.replace(self, echo=dataclasses.replace(self.echo, id=response_id))
 
 
 def prepare(
@@ -69,6 +74,7 @@ def prepare(
     plan = plan_run(
         config,
         answers=decoded.answers,
+        answer_params=decoded.answer_params,
         previous_run_id=previous.run_id if previous else None,
         run_id=run_id,
     )
@@ -78,12 +84,12 @@ def prepare(
         response_id = (
             str(ids.run_response_id(plan.run_id)) if plan.run_id is not None else ids.response_id()
         )
-    return PreparedResponse(decoded, config, plan, response_context(decoded, response_id), request)
+    return PreparedResponse(decoded, config, plan, response_echo(decoded, response_id), request)
 
 
-def response_context(decoded: DecodedResponsesRequest, response_id: str) -> ResponseContext:
+def response_echo(decoded: DecodedResponsesRequest, response_id: str) -> ResponseEcho:
     body = decoded.body
-    return ResponseContext(
+    return ResponseEcho(
         id=response_id,
         model=body.model,
         instructions=body.instructions,
@@ -130,26 +136,28 @@ async def create(
     )
     event = await run_to_end(events)
     if isinstance(event, Finished):
-        return prepared.context.snapshot("completed", final_output(event), usage=event.usage)
-    return prepared.context.snapshot("completed", interrupt_items(event))
+        return prepared.echo.snapshot("completed", final_output(event), usage=event.usage)
+    return prepared.echo.snapshot("completed", interrupt_items(event), usage=event.usage)
 
 
 async def open_stream(
     registry: GraphRegistry, prepared: PreparedResponse, *, scope: str, patience: float
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     """Start the run; raise request errors now, then return the SSE frames."""
-    events = _events(registry, prepared, scope=scope, streaming=True)
-    return _frames(prepared, await start_stream(events, patience))
+    events = await start_stream(_events(registry, prepared, scope=scope, streaming=True), patience)
+    return _frames(prepared, events)
 
 
-async def _frames(prepared: PreparedResponse, events: PeekedEvents) -> AsyncIterator[bytes]:
-    stream = ResponsesStream(prepared.context)
-    for frame in stream.start():
-        yield frame
-    async with aclosing(frame_batches(prepared, events, stream)) as batches:
+async def _frames(
+    prepared: PreparedResponse, events: AsyncIterable[RunEvent]
+) -> AsyncGenerator[bytes]:
+    stream = ResponsesStream(prepared.echo)
+    for event in stream.start():
+        yield named_event(event)
+    async with aclosing(event_batches(prepared, events, stream)) as batches:
         async for batch in batches:
-            for frame in batch:
-                yield frame
+            for event in batch:
+                yield named_event(event)
 
 
 def stream_run(
@@ -160,30 +168,31 @@ def stream_run(
     scope: str,
     continue_existing: bool = False,
     raise_transient: bool = False,
-) -> AsyncGenerator[list[bytes]]:
-    """Run with streaming and encode into `stream`, one list of frames per run event (the
-    streamed background path: the caller sends the stream's first events itself).
+) -> AsyncGenerator[list[dict[str, Any]]]:
+    """Run with streaming and encode into `stream`, one list of stream events per run event
+    (the streamed background path: the caller sends the stream's first events itself).
     `raise_transient` lets a lost database connection propagate, for a caller that retries
     the run from its checkpoint, instead of ending the stream as failed."""
     events = _events(
         registry, prepared, scope=scope, streaming=True, continue_existing=continue_existing
     )
-    return frame_batches(prepared, events, stream, raise_transient=raise_transient)
+    return event_batches(prepared, events, stream, raise_transient=raise_transient)
 
 
-async def frame_batches(
+async def event_batches(
     prepared: PreparedResponse,
     events: AsyncIterable[RunEvent],
     stream: ResponsesStream,
     *,
     raise_transient: bool = False,
-) -> AsyncGenerator[list[bytes]]:
-    """The frames of each run event; a failing run ends with `error` and `response.failed`."""
+) -> AsyncGenerator[list[dict[str, Any]]]:
+    """The stream events of each run event; a failing run ends with `error` and
+    `response.failed`."""
     try:
         async for event in events:
-            frames = _encode(stream, event)
-            if frames:
-                yield frames
+            encoded = _encode(stream, event)
+            if encoded:
+                yield encoded
     except LgosError as error:
         yield stream.failed(error.message, error.code or "invalid_request")
     except Exception as error:
@@ -193,7 +202,7 @@ async def frame_batches(
         yield stream.failed(SERVER_ERROR_MESSAGE)
 
 
-def _encode(stream: ResponsesStream, event: RunEvent) -> list[bytes]:
+def _encode(stream: ResponsesStream, event: RunEvent) -> list[dict[str, Any]]:
     if type(event) is TextDelta:
         return stream.text_delta(event.text)
     if isinstance(event, Commentary):

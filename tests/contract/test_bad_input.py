@@ -12,9 +12,9 @@ import pytest
 from fastapi import FastAPI
 
 from lgos import InMemoryBackgroundBackend, LanggraphOpenaiServe
+from lgos.core.safe_json import MAX_DEPTH, MAX_NUMBER_CHARS
 from lgos.http.errors import install_error_envelopes
 from lgos.http.routes import RequestLimits
-from lgos.safe_json import MAX_DEPTH, MAX_NUMBER_CHARS
 from tests.support.graphs import Probe, build_registry
 
 pytestmark = pytest.mark.anyio
