@@ -63,7 +63,7 @@ class Deployment:
         self.apis = [spawn("serve", self.env, "--port", "0") for _ in range(self._api_count)]
         self.ensure_workers()
         for api in self.apis:
-            api.wait_until_serving()
+            api.wait_until_serving(timeout=START_TIMEOUT)
 
     def ensure_workers(self) -> None:
         """(Re)start any worker that is not running, and wait until all run."""

@@ -22,7 +22,6 @@ from tests.background import conftest as background_conftest
 from tests.background.conftest import Deployment, is_message
 from tests.background.test_conformance import NO_DELAY, topic
 from tests.faults.cluster import Cluster, available, private_cluster
-from tests.server import processes as server_processes
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
 
@@ -54,7 +53,6 @@ def deployment(cluster: Cluster) -> Iterator[Deployment]:
     # Four processes importing LangGraph at once on a shared two-core machine: be patient.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(background_conftest, "START_TIMEOUT", START_SECONDS)
-        patch.setattr(server_processes, "START_TIMEOUT", START_SECONDS)
         try:
             deployment.start()
             yield deployment

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import resource
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.server.processes import LGOS, ServerProcess, clean_environment
 from tests.support.postgres import temporary_database
+from tests.support.processes import LGOS, Process, clean_environment
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
 
@@ -40,7 +38,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def start_server(uri: str, file_limit: int | None = None) -> ServerProcess:
+def start_server(uri: str, file_limit: int | None = None) -> Process:
     env = clean_environment(
         LGOS_POSTGRES_URI=uri,
         LGOS_BACKGROUND="memory",
@@ -49,21 +47,11 @@ def start_server(uri: str, file_limit: int | None = None) -> ServerProcess:
         PYTHONUNBUFFERED="1",
     )
 
-    def limit_files() -> None:
-        if file_limit is not None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (file_limit, file_limit))
-
-    process = subprocess.Popen(
-        [LGOS, "serve", REGISTRY, "--host", "127.0.0.1", "--port", "0"],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=limit_files,
-    )
-    server = ServerProcess(process)
+    command = [LGOS, "serve", REGISTRY, "--host", "127.0.0.1", "--port", "0"]
+    if file_limit is not None:
+        # The shell lowers its own descriptor limit and becomes the server (same pid).
+        command = ["sh", "-c", f'ulimit -n {file_limit} && exec "$0" "$@"', *command]
+    server = Process(command, env=env, cwd=ROOT, name="lgos serve")
     server.wait_until_serving()
     return server
 
@@ -75,7 +63,7 @@ def database() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def server(database: str) -> Iterator[ServerProcess]:
+def server(database: str) -> Iterator[Process]:
     process = start_server(database)
     try:
         yield process
@@ -90,13 +78,13 @@ def memory_kb(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
-def address(server: ServerProcess) -> tuple[str, int]:
+def address(server: Process) -> tuple[str, int]:
     host, port = server.base_url.removeprefix("http://").split(":")
     return host, int(port)
 
 
 async def exchange(
-    server: ServerProcess, head: bytes, body_chunks: int = 0, chunk: bytes = b""
+    server: Process, head: bytes, body_chunks: int = 0, chunk: bytes = b""
 ) -> tuple[bytes, int]:
     """Send `head`, then up to `body_chunks` chunks while the server listens; return the reply
     and how many bytes went out before the server answered or hung up."""
@@ -150,13 +138,13 @@ def post(path: str, body: bytes, headers: str = "") -> bytes:
 
 
 async def test_hostile_inputs_get_their_4xx_within_bounded_memory(
-    server: ServerProcess,
+    server: Process,
 ) -> None:
     async with asyncio.timeout(TEST_DEADLINE):
         await hostile_inputs(server)
 
 
-async def hostile_inputs(server: ServerProcess) -> None:
+async def hostile_inputs(server: Process) -> None:
     pid = server.process.pid
     base = server.base_url
     async with httpx.AsyncClient(base_url=base, timeout=60) as http:
@@ -336,7 +324,7 @@ async def test_running_out_of_file_descriptors_is_logged_and_passes(database: st
             server.stop()
 
 
-async def out_of_descriptors(server: ServerProcess) -> None:
+async def out_of_descriptors(server: Process) -> None:
     # More silent sockets than the process can hold: it refuses the rest, and says so.
     sockets = [await asyncio.open_connection(*address(server)) for _ in range(160)]
     await asyncio.to_thread(
