@@ -7,6 +7,7 @@ from fastapi import FastAPI
 from lgos.background.protocol import BackgroundBackend
 from lgos.http.routes import OpenAIRoutes, ScopeResolver
 from lgos.registry import GraphRegistry
+from lgos.stored import ResponseStore
 
 
 class LanggraphOpenaiServe:
@@ -15,6 +16,9 @@ class LanggraphOpenaiServe:
     `checkpoint_scope` resolves the server-trusted owner of a request (for example the
     authenticated tenant): it separates interrupt checkpoints and authorizes background
     retrieve/cancel. It defaults to one shared scope.
+
+    `store` keeps stored Responses and Conversations (in this process's memory when None);
+    `store_by_default` is what an omitted `store` means (OpenAI's default: true).
     """
 
     def __init__(
@@ -25,10 +29,19 @@ class LanggraphOpenaiServe:
         background: BackgroundBackend | None = None,
         *,
         ping_interval: float = 15.0,
+        store: ResponseStore | None = None,
+        store_by_default: bool = True,
     ) -> None:
         self.registry = registry
         self.app = app if app is not None else FastAPI(title="LGOS")
-        self.routes = OpenAIRoutes(registry, checkpoint_scope, background, ping_interval)
+        self.routes = OpenAIRoutes(
+            registry,
+            checkpoint_scope,
+            background,
+            ping_interval,
+            store=store,
+            store_by_default=store_by_default,
+        )
         self.app.state.graph_registry = registry
 
     def bind_openai_api(self, prefix: str = "/v1") -> LanggraphOpenaiServe:

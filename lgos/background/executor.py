@@ -83,11 +83,21 @@ def prepare_job(
     job: BackgroundJob, engine_run_id: str, registry: GraphRegistry
 ) -> responses.PreparedResponse:
     decoded = responses_request.decode(job.request)
+    if job.history:
+        decoded = decoded.with_history(job.history, replay_from=job.replay_from)
+    turn = responses.Turn(
+        store=True,
+        history=tuple(job.history),
+        conversation_id=decoded.conversation_id,
+        checkpoint_id=job.checkpoint_id,
+        replay_from=job.replay_from,
+    )
     return responses.prepare(
         registry,
         decoded,
         response_id=str(ids.RunResponseId(job.run_id, engine_run_id)),
         run_id=job.run_id,
+        turn=turn,
     )
 
 

@@ -40,6 +40,12 @@ class BackgroundJob(BaseModel):
     request_id: str | None = None
     # Created with `stream: true`: the worker writes its SSE events to the Response's event log.
     stream: bool = False
+    # A turn of a stored conversation (lgos.service.stateful): the items before the input,
+    # the index from which the graph receives them as messages, and for a thread-keeping
+    # graph the checkpoint to start from.
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    replay_from: int = 0
+    checkpoint_id: str | None = None
 
     @property
     def model(self) -> str:

@@ -25,6 +25,7 @@ from lgos.errors import IdempotencyKeyReusedError, InvalidRequestError, NotFound
 from lgos.http.streaming import EventStreamResponse
 from lgos.registry import GraphFeature, GraphRegistry
 from lgos.service import responses
+from lgos.service.stateful import StatefulResponses
 from lgos.wire import ids
 from lgos.wire.responses import ResponsesStream
 from lgos.wire.responses_request import IDEMPOTENCY_HEADERS, DecodedResponsesRequest
@@ -48,7 +49,9 @@ class BackgroundRoutes:
         backend: BackgroundBackend | None,
         scope: Callable[[Request], Awaitable[str]],
         ping_interval: float = 15.0,
+        stateful: StatefulResponses | None = None,
     ) -> None:
+        self.stateful = stateful
         self.registry = registry
         self.backend = backend
         self.scope = scope
@@ -77,8 +80,11 @@ class BackgroundRoutes:
                 code="unsupported_value",
             )
         scope = await self.scope(request)
+        turn = responses.STATELESS
+        if self.stateful is not None:
+            decoded, turn = await self.stateful.resolve(decoded, scope)
         # Everything the worker would reject for the request itself is rejected here, now.
-        prepared = responses.prepare(self.registry, decoded)
+        prepared = responses.prepare(self.registry, decoded, turn=turn)
         run_id = prepared.plan.run_id or ids.new_hex()
         key = _idempotency_key(request, decoded)
         raw = decoded.body.model_dump(mode="json", exclude_unset=True, exclude={"extra_headers"})
@@ -93,11 +99,16 @@ class BackgroundRoutes:
             trace_context=trace_context,
             request_id=context.current().get("request_id"),
             stream=decoded.stream,
+            history=list(turn.history),
+            replay_from=turn.replay_from,
+            checkpoint_id=turn.checkpoint_id,
         )
         run = await self.backend.submit(job)
         if run.job.request_digest != job.request_digest or run.job.owner_scope != scope:
             raise IdempotencyKeyReusedError()
         context.add(response_id=run.response_id, run_id=run.job.run_id)
+        if self.stateful is not None and run.job == job:  # a retry found its run indexed
+            await self.stateful.remember_background(prepared, scope, run.response_id)
         if not decoded.stream:
             return JSONResponse(self.snapshot(run))
         assert self.events is not None
@@ -153,8 +164,8 @@ class BackgroundRoutes:
         )
 
     async def retrieve(self, request: Request) -> Response:
-        stream = _boolean(request, "stream")
-        after = _starting_after(request)
+        stream = boolean_param(request, "stream")
+        after = starting_after_param(request)
         if after is not None and not stream:
             raise InvalidRequestError(
                 "'starting_after' is only allowed with 'stream=true'.",
@@ -189,9 +200,11 @@ class BackgroundRoutes:
         run = None
         if parsed is not None and self.backend is not None:
             run = await self.backend.get(parsed.nonce)
-        # A foreign id is indistinguishable from an unknown one.
+        # A foreign id is indistinguishable from an unknown one, and so is a deleted one.
+        deleted = self.stateful is not None and await self.stateful.store.is_deleted(response_id)
         if (
-            run is None
+            deleted
+            or run is None
             or run.job.run_id != (parsed.run_id if parsed else None)
             or run.job.owner_scope != await self.scope(request)
         ):
@@ -207,7 +220,7 @@ class BackgroundRoutes:
         return placeholder_snapshot(run.job, run.id, status)
 
 
-def _boolean(request: Request, name: str) -> bool:
+def boolean_param(request: Request, name: str) -> bool:
     value = request.query_params.get(name)
     if value is None or value.lower() == "false":
         return False
@@ -218,7 +231,7 @@ def _boolean(request: Request, name: str) -> bool:
     )
 
 
-def _starting_after(request: Request) -> int | None:
+def starting_after_param(request: Request) -> int | None:
     value = request.query_params.get("starting_after")
     if value is None:
         return None

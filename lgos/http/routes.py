@@ -17,12 +17,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from lgos import context
+from lgos.background.events import frame_event
 from lgos.background.protocol import BackgroundBackend
 from lgos.errors import InvalidRequestError, LgosError, NotFoundError
 from lgos.http.background import BackgroundRoutes
+from lgos.http.stateful import StatefulRoutes
 from lgos.http.streaming import EventStreamResponse
 from lgos.registry import GraphRegistry
 from lgos.service import chat, responses
+from lgos.service.stateful import StatefulResponses
+from lgos.stored import InMemoryResponseStore, ResponseStore
 from lgos.wire import chat as chat_wire
 from lgos.wire import models as models_wire
 from lgos.wire import responses_request
@@ -123,11 +127,22 @@ class OpenAIRoutes:
         checkpoint_scope: ScopeResolver | None,
         background: BackgroundBackend | None,
         ping_interval: float = 15.0,
+        store: ResponseStore | None = None,
+        store_by_default: bool = True,
     ) -> None:
         self.registry = registry
         self.checkpoint_scope = checkpoint_scope
         self.ping_interval = ping_interval
-        self.background = BackgroundRoutes(registry, background, self.scope, ping_interval)
+        self.stateful = StatefulResponses(
+            store if store is not None else InMemoryResponseStore(),
+            registry,
+            background,
+            store_by_default=store_by_default,
+        )
+        self.background = BackgroundRoutes(
+            registry, background, self.scope, ping_interval, stateful=self.stateful
+        )
+        self.stored = StatefulRoutes(self.stateful, self.background, self.scope, ping_interval)
 
     async def scope(self, request: Request) -> str:
         if self.checkpoint_scope is None:
@@ -161,15 +176,35 @@ class OpenAIRoutes:
         context.add(model=decoded.body.model, stream=decoded.stream)
         if decoded.background:
             return await self.background.create(request, decoded)
-        prepared = responses.prepare(self.registry, decoded)
-        context.add(response_id=prepared.context.id, run_id=prepared.plan.run_id)
         scope = await self.scope(request)
+        decoded, turn = await self.stateful.resolve(decoded, scope)
+        prepared = responses.prepare(self.registry, decoded, turn=turn)
+        context.add(response_id=prepared.context.id, run_id=prepared.plan.run_id)
         if decoded.stream:
             frames = await responses.open_stream(
-                self.registry, prepared, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
+                self.registry,
+                prepared,
+                scope=scope,
+                patience=FIRST_EVENT_PATIENCE_SECONDS,
+                on_end=self._stream_end(prepared, scope),
             )
             return EventStreamResponse(frames, ping_interval=self.ping_interval)  # type: ignore[return-value]
-        return JSON(await responses.create(self.registry, prepared, scope=scope))
+        response, checkpoint_id = await responses.run(self.registry, prepared, scope=scope)
+        await self.stateful.remember(prepared, scope, response, checkpoint_id=checkpoint_id)
+        return JSON(response)
+
+    def _stream_end(self, prepared: responses.PreparedResponse, scope: str) -> Any:
+        turn = prepared.turn
+        if not (turn.store or turn.conversation_id or prepared.plan.keep_thread):
+            return None
+
+        async def remember(frames: list[bytes], checkpoint_id: str | None) -> None:
+            response = frame_event(frames[-1])["response"]
+            await self.stateful.remember(
+                prepared, scope, response, checkpoint_id=checkpoint_id, frames=frames
+            )
+
+        return remember
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -186,8 +221,10 @@ class OpenAIRoutes:
             ("/models/{model_id:path}", self.get_model, ["GET"]),
             ("/chat/completions", self.chat_completions, ["POST"]),
             ("/responses", self.create_response, ["POST"]),
-            ("/responses/{response_id}", self.background.retrieve, ["GET"]),
-            ("/responses/{response_id}/cancel", self.background.cancel, ["POST"]),
+            ("/responses/{response_id}", self.stored.retrieve, ["GET"]),
+            ("/responses/{response_id}", self.stored.delete, ["DELETE"]),
+            ("/responses/{response_id}/input_items", self.stored.input_items, ["GET"]),
+            ("/responses/{response_id}/cancel", self.stored.cancel, ["POST"]),
             ("/health", self.health, ["GET"]),
             ("/version", self.version, ["GET"]),
             ("/{path:path}", self.unknown_route, ["GET", "POST", "PUT", "PATCH", "DELETE"]),

@@ -93,6 +93,8 @@ class Finished:
     text: str
     usage: Usage | None
     citations: tuple[Citation, ...] = ()
+    # A thread-keeping graph's checkpoint at the end of the run (the next turn starts there).
+    checkpoint_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,7 @@ class Interrupted:
     run_id: str
     interrupts: tuple[PendingInterrupt, ...]
     text: str
+    checkpoint_id: str | None = None
 
 
 RunEvent = TextDelta | Commentary | Finished | Interrupted

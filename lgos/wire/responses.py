@@ -47,6 +47,7 @@ class ResponseContext:
     background: bool = False
     store: bool = False
     user: str | None = None
+    conversation: str | None = None
     created_at: int = field(default_factory=lambda: int(time.time()))
 
     def snapshot(
@@ -90,7 +91,7 @@ class ResponseContext:
             "service_tier": "default",
             "safety_identifier": None,
             "prompt_cache_key": None,
-            "conversation": None,
+            "conversation": {"id": self.conversation} if self.conversation else None,
         }
 
 

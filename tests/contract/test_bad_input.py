@@ -43,12 +43,12 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
     ),
     (
         "/v1/responses",
-        {**OK_INPUT, "conversation": "conv_1"},
+        {**OK_INPUT, "conversation": "conv_1", "previous_response_id": "resp_1"},
         400,
         "conversation",
-        "unsupported_parameter",
+        "mutually_exclusive_parameters",
     ),
-    ("/v1/responses", {**OK_INPUT, "store": True}, 400, "store", "unsupported_parameter"),
+    ("/v1/responses", {**OK_INPUT, "conversation": "conv_1"}, 404, "conversation", None),
     (
         "/v1/responses",
         {**OK_INPUT, "text": {"format": {"type": "json_object"}}},
@@ -68,7 +68,7 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
         {**OK_INPUT, "previous_response_id": "resp_123"},
         400,
         "previous_response_id",
-        "unsupported_parameter",
+        "previous_response_not_found",
     ),
     (
         "/v1/responses",

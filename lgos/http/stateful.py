@@ -1,0 +1,111 @@
+"""Routes of stored Responses: retrieve (JSON or replayed stream), delete, input items."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from lgos import context
+from lgos.errors import InvalidRequestError
+from lgos.http.background import BackgroundRoutes, boolean_param, starting_after_param
+from lgos.http.streaming import EventStreamResponse
+from lgos.service.stateful import Page, StatefulResponses
+from lgos.wire import items
+from lgos.wire.sse import named_event
+
+
+class StatefulRoutes:
+    def __init__(
+        self,
+        stateful: StatefulResponses,
+        background: BackgroundRoutes,
+        scope: Callable[[Request], Awaitable[str]],
+        ping_interval: float = 15.0,
+    ) -> None:
+        self.stateful = stateful
+        self.background = background
+        self.scope = scope
+        self.ping_interval = ping_interval
+
+    async def retrieve(self, request: Request) -> Response:
+        response_id = request.path_params["response_id"]
+        context.add(response_id=response_id)
+        record = await self.stateful.store.get_response(response_id, await self.scope(request))
+        if record is None or record.background:
+            return await self.background.retrieve(request)
+        stream = boolean_param(request, "stream")
+        after = starting_after_param(request)
+        if after is not None and not stream:
+            raise InvalidRequestError(
+                "'starting_after' is only allowed with 'stream=true'.",
+                param="starting_after",
+                code="invalid_value",
+            )
+        if not stream:
+            return JSONResponse(record.response)
+        if not record.stream:
+            raise InvalidRequestError(
+                "You can only stream a stored response that was created with stream=true.",
+                param="stream",
+                code="invalid_value",
+            )
+        events = await self.stateful.store.events.read(response_id, -1 if after is None else after)
+        return EventStreamResponse(  # type: ignore[return-value]
+            _replay(events), ping_interval=self.ping_interval
+        )
+
+    async def cancel(self, request: Request) -> Response:
+        response_id = request.path_params["response_id"]
+        record = await self.stateful.store.get_response(response_id, await self.scope(request))
+        if record is not None and not record.background:
+            raise InvalidRequestError(
+                "Cannot cancel a synchronous response.", param="response_id", code="invalid_value"
+            )
+        return await self.background.cancel(request)
+
+    async def delete(self, request: Request) -> Response:
+        response_id = request.path_params["response_id"]
+        context.add(response_id=response_id)
+        deleted = await self.stateful.delete(response_id, await self.scope(request))
+        return JSONResponse(deleted)
+
+    async def input_items(self, request: Request) -> Response:
+        response_id = request.path_params["response_id"]
+        context.add(response_id=response_id)
+        listing = await self.stateful.input_items(
+            response_id, await self.scope(request), page_params(request)
+        )
+        return JSONResponse(listing)
+
+
+async def _replay(events: list[dict[str, Any]]) -> AsyncIterator[bytes]:
+    for event in events:
+        yield named_event(str(event["type"]), event)
+
+
+def page_params(request: Request) -> Page:
+    """`after`, `limit` (1 to 100, default 20) and `order` (asc or desc, default desc).
+    `include[]` is accepted and ignored: no stored item has optional parts."""
+    query = request.query_params
+    raw_limit = query.get("limit")
+    limit = items.DEFAULT_LIMIT
+    if raw_limit is not None:
+        try:
+            limit = int(raw_limit)
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= items.MAX_LIMIT:
+            raise InvalidRequestError(
+                f"Invalid 'limit': expected an integer from 1 to {items.MAX_LIMIT}.",
+                param="limit",
+                code="invalid_value",
+            )
+    order = query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise InvalidRequestError(
+            "Invalid 'order': expected 'asc' or 'desc'.", param="order", code="invalid_value"
+        )
+    return Page(after=query.get("after") or None, limit=limit, order=order)  # type: ignore[arg-type]
