@@ -21,10 +21,11 @@ from lgos.background.events import frame_event
 from lgos.background.protocol import BackgroundBackend
 from lgos.errors import InvalidRequestError, LgosError, NotFoundError
 from lgos.http.background import BackgroundRoutes
-from lgos.http.stateful import StatefulRoutes
+from lgos.http.stateful import ConversationRoutes, StatefulRoutes
 from lgos.http.streaming import EventStreamResponse
 from lgos.registry import GraphRegistry
 from lgos.service import chat, responses
+from lgos.service.conversations import Conversations
 from lgos.service.stateful import StatefulResponses
 from lgos.stored import InMemoryResponseStore, ResponseStore
 from lgos.wire import chat as chat_wire
@@ -39,6 +40,7 @@ ScopeResolver = Callable[[Request], str | Awaitable[str]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 _SANE_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
+CONVERSATION_ITEM = "/conversations/{conversation_id}/items/{item_id}"
 # Frames wait this long for a run's first event before the stream is committed.
 FIRST_EVENT_PATIENCE_SECONDS = 5.0
 
@@ -143,6 +145,7 @@ class OpenAIRoutes:
             registry, background, self.scope, ping_interval, stateful=self.stateful
         )
         self.stored = StatefulRoutes(self.stateful, self.background, self.scope, ping_interval)
+        self.conversations = ConversationRoutes(Conversations(self.stateful, registry), self.scope)
 
     async def scope(self, request: Request) -> str:
         if self.checkpoint_scope is None:
@@ -225,6 +228,22 @@ class OpenAIRoutes:
             ("/responses/{response_id}", self.stored.delete, ["DELETE"]),
             ("/responses/{response_id}/input_items", self.stored.input_items, ["GET"]),
             ("/responses/{response_id}/cancel", self.stored.cancel, ["POST"]),
+            ("/conversations", self.conversations.create, ["POST"]),
+            ("/conversations/{conversation_id}", self.conversations.retrieve, ["GET"]),
+            ("/conversations/{conversation_id}", self.conversations.update, ["POST"]),
+            ("/conversations/{conversation_id}", self.conversations.delete, ["DELETE"]),
+            ("/conversations/{conversation_id}/items", self.conversations.list_items, ["GET"]),
+            ("/conversations/{conversation_id}/items", self.conversations.add_items, ["POST"]),
+            (
+                "/conversations/{conversation_id}/items/{item_id}",
+                self.conversations.get_item,
+                ["GET"],
+            ),
+            (
+                "/conversations/{conversation_id}/items/{item_id}",
+                self.conversations.delete_item,
+                ["DELETE"],
+            ),
             ("/health", self.health, ["GET"]),
             ("/version", self.version, ["GET"]),
             ("/{path:path}", self.unknown_route, ["GET", "POST", "PUT", "PATCH", "DELETE"]),

@@ -1,4 +1,5 @@
-"""Routes of stored Responses: retrieve (JSON or replayed stream), delete, input items."""
+"""Routes of stored Responses (retrieve, replayed stream, delete, input items) and of the
+Conversations API. Thin: the use cases are in `lgos.service.stateful` and `.conversations`."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from lgos import context
 from lgos.errors import InvalidRequestError
 from lgos.http.background import BackgroundRoutes, boolean_param, starting_after_param
 from lgos.http.streaming import EventStreamResponse
+from lgos.service.conversations import Conversations
 from lgos.service.stateful import Page, StatefulResponses
 from lgos.wire import items
 from lgos.wire.sse import named_event
+from lgos.wire.validation import parse_json_object
 
 
 class StatefulRoutes:
@@ -81,6 +84,16 @@ class StatefulRoutes:
         return JSONResponse(listing)
 
 
+async def json_body(request: Request) -> dict[str, Any]:
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        raise InvalidRequestError(
+            "Invalid Content-Type header: send the request body as application/json.",
+            code="invalid_content_type",
+        )
+    return parse_json_object(await request.body())
+
+
 async def _replay(events: list[dict[str, Any]]) -> AsyncIterator[bytes]:
     for event in events:
         yield named_event(str(event["type"]), event)
@@ -109,3 +122,65 @@ def page_params(request: Request) -> Page:
             "Invalid 'order': expected 'asc' or 'desc'.", param="order", code="invalid_value"
         )
     return Page(after=query.get("after") or None, limit=limit, order=order)  # type: ignore[arg-type]
+
+
+class ConversationRoutes:
+    def __init__(
+        self, conversations: Conversations, scope: Callable[[Request], Awaitable[str]]
+    ) -> None:
+        self.conversations = conversations
+        self.scope = scope
+
+    async def create(self, request: Request) -> Response:
+        return JSONResponse(
+            await self.conversations.create(await self.scope(request), await json_body(request))
+        )
+
+    async def retrieve(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        return JSONResponse(
+            await self.conversations.retrieve(await self.scope(request), conversation_id)
+        )
+
+    async def update(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        body = await json_body(request)
+        return JSONResponse(
+            await self.conversations.update(await self.scope(request), conversation_id, body)
+        )
+
+    async def delete(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        return JSONResponse(
+            await self.conversations.delete(await self.scope(request), conversation_id)
+        )
+
+    async def list_items(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        listing = await self.conversations.list_items(
+            await self.scope(request), conversation_id, page_params(request)
+        )
+        return JSONResponse(listing)
+
+    async def add_items(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        body = await json_body(request)
+        return JSONResponse(
+            await self.conversations.add_items(await self.scope(request), conversation_id, body)
+        )
+
+    async def get_item(self, request: Request) -> Response:
+        params = request.path_params
+        return JSONResponse(
+            await self.conversations.get_item(
+                await self.scope(request), params["conversation_id"], params["item_id"]
+            )
+        )
+
+    async def delete_item(self, request: Request) -> Response:
+        params = request.path_params
+        return JSONResponse(
+            await self.conversations.delete_item(
+                await self.scope(request), params["conversation_id"], params["item_id"]
+            )
+        )

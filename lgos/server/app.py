@@ -16,6 +16,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
 
 from lgos.background.protocol import BackgroundBackend
 from lgos.errors import ConfigurationError
@@ -24,6 +25,7 @@ from lgos.run.coordinator import delete_expired_interrupt_runs
 from lgos.serve import LanggraphOpenaiServe
 from lgos.server.resources import ServerResources, open_resources
 from lgos.server.settings import ServerSettings
+from lgos.service.stateful import expire_stored_responses
 
 logger = logging.getLogger("lgos.server")
 
@@ -115,6 +117,32 @@ async def sweep_expired_interrupts(
             logger.exception("server.interrupt_expiry.failed")
 
 
+def header_scope(header: str | None) -> Callable[[Request], str] | None:
+    if header is None:
+        return None
+
+    def scope(request: Request) -> str:
+        return request.headers.get(header) or "default"
+
+    return scope
+
+
+async def sweep_stored_responses(resources: ServerResources, settings: ServerSettings) -> None:
+    assert resources.response_store is not None
+    interval = settings.RESPONSE_SWEEP_INTERVAL_MINUTES * 60
+    retention = timedelta(days=settings.RESPONSE_RETENTION_DAYS)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            deleted = await expire_stored_responses(
+                resources.response_store, resources.checkpointer, older_than=retention
+            )
+            if deleted:
+                logger.info("server.response_retention.deleted", extra={"deleted": deleted})
+        except Exception:
+            logger.exception("server.response_retention.failed")
+
+
 def create_app(
     factory: RegistryFactory | str,
     *,
@@ -144,9 +172,17 @@ def create_app(
             background = await stack.enter_async_context(
                 open_background(settings, registry, resources)
             )
-            LanggraphOpenaiServe(registry, app, background=background).bind_openai_api(
-                settings.OPENAI_API_PREFIX
-            )
+            LanggraphOpenaiServe(
+                registry,
+                app,
+                checkpoint_scope=header_scope(settings.SCOPE_HEADER),
+                background=background,
+                store=resources.response_store,
+                store_by_default=settings.STORE_RESPONSES,
+            ).bind_openai_api(settings.OPENAI_API_PREFIX)
+            sweepers: list[asyncio.Task[None]] = []
+            if settings.RESPONSE_SWEEP_INTERVAL_MINUTES > 0 and resources.response_store:
+                sweepers.append(asyncio.create_task(sweep_stored_responses(resources, settings)))
             sweeper = None
             if settings.INTERRUPT_SWEEP_INTERVAL_MINUTES > 0 and any(
                 config.supports(GraphFeature.INTERRUPTS) for config in registry.graphs.values()
@@ -162,8 +198,10 @@ def create_app(
                 yield
             finally:
                 if sweeper is not None:
-                    sweeper.cancel()
-                    await asyncio.gather(sweeper, return_exceptions=True)
+                    sweepers.append(sweeper)
+                for task in sweepers:
+                    task.cancel()
+                await asyncio.gather(*sweepers, return_exceptions=True)
 
     app = FastAPI(title="LGOS", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     if settings.CORS_ORIGINS:

@@ -13,6 +13,7 @@ from langgraph.store.memory import InMemoryStore
 
 from lgos.run.coordinator import InMemoryRunCoordinator, RunCoordinator
 from lgos.server.settings import ServerSettings
+from lgos.stored import InMemoryResponseStore, ResponseStore
 
 logger = logging.getLogger("lgos.server")
 
@@ -27,6 +28,8 @@ class ServerResources:
     settings: ServerSettings
     # The PostgreSQL connection pool when LGOS_POSTGRES_URI is set (for engines sharing it).
     pool: Any = None
+    # Stored Responses and Conversations (in memory when None).
+    response_store: ResponseStore | None = None
 
 
 @asynccontextmanager
@@ -46,4 +49,5 @@ async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResour
         store=InMemoryStore(),
         run_coordinator=InMemoryRunCoordinator(),
         settings=settings,
+        response_store=InMemoryResponseStore(),
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lgos.background.events import frame_event
@@ -330,3 +331,22 @@ def _stored_output(response: dict[str, Any]) -> list[dict[str, Any]]:
     """Output items as conversation items: the SDK's item types want no `phase: null` and
     need a status on every item."""
     return [dict(item) for item in response.get("output") or []]
+
+
+async def expire_stored_responses(
+    store: ResponseStore, checkpointer: Any, *, older_than: timedelta, batch_size: int = 500
+) -> int:
+    """The retention sweep: delete Responses and Conversations older than `older_than`, and
+    the checkpoints of kept threads unused that long. Returns how many records went."""
+    cutoff = int((datetime.now(UTC) - older_than).timestamp())
+    total = 0
+    while True:
+        deleted, threads = await store.expire(cutoff, batch_size)
+        remove = getattr(checkpointer, "adelete_thread", None)
+        for thread_id in threads:
+            if remove is not None:
+                await remove(thread_id)
+            await store.forget_thread(thread_id)
+        total += deleted
+        if deleted < batch_size and len(threads) < batch_size:
+            return total

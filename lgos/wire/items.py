@@ -29,8 +29,13 @@ def input_items(body: ResponsesBody) -> list[dict[str, Any]]:
     """The request's input as stored items (reasoning items carry nothing and are dropped)."""
     if isinstance(body.input, str):
         return [user_text(body.input)]
+    return stored_items(body.input)
+
+
+def stored_items(decoded: Sequence[Any]) -> list[dict[str, Any]]:
+    """Decoded input items as stored items, each with an id."""
     stored: list[dict[str, Any]] = []
-    for item in body.input:
+    for item in decoded:
         if isinstance(item, MessageItem):
             stored.append(_message(item))
         elif isinstance(item, FunctionCallItem):
