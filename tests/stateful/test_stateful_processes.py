@@ -328,3 +328,13 @@ async def test_a_second_process_answers_for_what_the_first_stored(
                 await one.responses.retrieve(turn.id)
     finally:
         second.stop()
+
+
+async def test_the_model_listing_tells_which_graphs_keep_state(client: AsyncOpenAI) -> None:
+    listing = {model.id: model async for model in client.models.list()}
+    features = {
+        model_id: (model.model_extra or {})["lgos"]["features"]
+        for model_id, model in listing.items()
+    }
+    assert "threads" in features["counter"]
+    assert "threads" not in features["history"]
