@@ -22,6 +22,7 @@ from lgos.errors import ConflictError, InvalidRequestError, NotFoundError
 from lgos.registry import GraphConfig, GraphRegistry
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.service.responses import PreparedResponse, Turn
+from lgos.stored.memory import page as paginate
 from lgos.stored.protocol import Order, ResponseStore, StoredConversation, StoredResponse, now
 from lgos.wire import ids, items
 from lgos.wire.responses_request import DecodedResponsesRequest
@@ -33,10 +34,8 @@ def not_found(response_id: str) -> NotFoundError:
     return NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
 
 
-def conversation_not_found(conversation_id: str) -> NotFoundError:
-    return NotFoundError(
-        f"Conversation with id '{conversation_id}' not found.", param="conversation_id"
-    )
+def conversation_not_found(conversation_id: str, param: str) -> NotFoundError:
+    return NotFoundError(f"Conversation with id '{conversation_id}' not found.", param=param)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +133,7 @@ class StatefulResponses:
         still running makes the conversation busy."""
         found = await self.store.get_conversation(conversation_id, scope)
         if found is None:
-            error = conversation_not_found(conversation_id)
-            error.param = param
-            raise error
+            raise conversation_not_found(conversation_id, param)
         if not found.pending:
             return found
         still: list[str] = []
@@ -299,8 +296,6 @@ class StatefulResponses:
 
     async def input_items(self, response_id: str, scope: str, page: Page) -> dict[str, Any]:
         record = await self.get(response_id, scope)
-        from lgos.stored.memory import page as paginate
-
         chosen, more = paginate(
             record.input_items, after=page.after, limit=page.limit, order=page.order
         )
@@ -328,8 +323,7 @@ async def delete_thread(config: GraphConfig, thread_id: str) -> None:
 
 
 def _stored_output(response: dict[str, Any]) -> list[dict[str, Any]]:
-    """Output items as conversation items: the SDK's item types want no `phase: null` and
-    need a status on every item."""
+    """A Response's output items, which are valid conversation items and input as they are."""
     return [dict(item) for item in response.get("output") or []]
 
 

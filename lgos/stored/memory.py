@@ -26,8 +26,14 @@ def page(
     return chosen, start + limit < len(ordered)
 
 
+# The default store is for trials and tests: past this many Responses (or Conversations) the
+# oldest go first, so a long-running process does not grow without bound.
+MAX_RECORDS = 10_000
+
+
 class InMemoryResponseStore:
-    def __init__(self) -> None:
+    def __init__(self, max_records: int = MAX_RECORDS) -> None:
+        self.max_records = max_records
         self._responses: dict[str, StoredResponse] = {}
         self._deleted: dict[str, float] = {}
         self._conversations: dict[str, StoredConversation] = {}
@@ -40,8 +46,14 @@ class InMemoryResponseStore:
         return self._events
 
     async def put_response(self, record: StoredResponse) -> None:
-        if record.id not in self._deleted:
-            self._responses[record.id] = record
+        if record.id in self._deleted:
+            return
+        self._responses.pop(record.id, None)  # a replaced record counts as the newest
+        self._responses[record.id] = record
+        while len(self._responses) > self.max_records:
+            oldest = next(iter(self._responses))  # dicts keep insertion order
+            del self._responses[oldest]
+            await self._events.delete([oldest])
 
     async def get_response(self, response_id: str, owner_scope: str) -> StoredResponse | None:
         record = self._responses.get(response_id)
@@ -61,6 +73,10 @@ class InMemoryResponseStore:
     async def put_conversation(self, conversation: StoredConversation) -> None:
         self._conversations[conversation.id] = conversation
         self._items.setdefault(conversation.id, [])
+        while len(self._conversations) > self.max_records:
+            oldest = next(iter(self._conversations))
+            del self._conversations[oldest]
+            self._items.pop(oldest, None)
 
     async def get_conversation(
         self, conversation_id: str, owner_scope: str
