@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--targets",
         default="bare,lgos,reference",
-        help="comma-separated, in interleaving order (default: bare,lgos,reference)",
+        help="comma-separated, in interleaving order (default: bare,lgos,reference; "
+        "lgos-nostore is lgos with LGOS_STORE_RESPONSES=false)",
     )
     parser.add_argument(
         "--out",
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     names = [name.strip() for name in args.targets.split(",") if name.strip()]
-    unknown = set(names) - {"bare", "lgos", "reference"}
+    unknown = set(names) - {"bare", "lgos", "lgos-nostore", "reference"}
     if unknown:
         parser.error(f"unknown targets: {', '.join(sorted(unknown))}")
     if "lgos" in names and not targets.lgos_available():
@@ -179,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the first target must be bare: every ratio is against it")
     server_core, client_core = targets.cores()
     argvs = targets.commands(names)
-    servers = [targets.Target(name, argvs[name], server_core) for name in names]
+    servers = [
+        targets.Target(name, argvs[name], server_core, env=targets.ENVIRONMENTS.get(name, {}))
+        for name in names
+    ]
 
     started = time.time()
     load_before = os.getloadavg()[0]

@@ -14,7 +14,12 @@ from typing import Any
 
 from benchmarks import load, targets
 
-COLORS = {"bare": "#9e9e9e", "lgos": "#2e7d32", "reference": "#ef6c00"}
+COLORS = {
+    "bare": "#9e9e9e",
+    "lgos": "#2e7d32",
+    "lgos-nostore": "#81c784",
+    "reference": "#ef6c00",
+}
 NON_STREAM_METRICS = (
     ("cpu_ms", "server CPU / request (ms)"),
     ("rps", "requests/s"),
@@ -306,7 +311,10 @@ def _method(meta: dict[str, str]) -> list[str]:
         "- **bare** (`benchmarks/bare.py`): a FastAPI app with two plain routes that decode only "
         "model, stream and the last user text, call `ainvoke` or `astream(stream_mode="
         '"messages")` and write minimal OpenAI-shaped JSON or SSE. The floor.',
-        "- **lgos**: `lgos serve benchmarks.graphs:create_registry`, in-memory defaults.",
+        "- **lgos**: `lgos serve benchmarks.graphs:create_registry`, in-memory defaults "
+        "(Responses are stored: `store` defaults to true).",
+        "- **lgos-nostore** (when run): the same with `LGOS_STORE_RESPONSES=false`; the "
+        "difference to **lgos** on the Responses rows is the cost of storing.",
         f"- **reference**: `langgraph-openai-serve` {targets.REFERENCE_VERSION}'s own "
         "`lgos serve benchmarks.graphs:create_reference_registry`, installed in its own "
         "environment (`benchmarks/.venv-reference`, never a project dependency).",
