@@ -152,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--smoke", action="store_true", help="tiny counts: proves it runs (CI)")
     parser.add_argument(
         "--targets",
-        default="bare,lgos,reference",
-        help="comma-separated, in interleaving order (default: bare,lgos,reference; "
+        default="bare,lgos,lgos-nostore,reference",
+        help="comma-separated, in interleaving order (default: bare,lgos,lgos-nostore,reference; "
         "lgos-nostore is lgos with LGOS_STORE_RESPONSES=false)",
     )
     parser.add_argument(
@@ -173,9 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(names) - {"bare", "lgos", "lgos-nostore", "reference"}
     if unknown:
         parser.error(f"unknown targets: {', '.join(sorted(unknown))}")
-    if "lgos" in names and not targets.lgos_available():
-        print("lgos is not importable here; skipping the lgos target", file=sys.stderr)
-        names.remove("lgos")
+    if not targets.lgos_available():
+        for name in ("lgos", "lgos-nostore"):
+            if name in names:
+                print(f"lgos is not importable here; skipping the {name} target", file=sys.stderr)
+                names.remove(name)
     if names[0] != "bare":
         parser.error("the first target must be bare: every ratio is against it")
     server_core, client_core = targets.cores()

@@ -295,8 +295,36 @@ def markdown(results: Results, meta: dict[str, str]) -> str:
             lines.append(
                 f"| {scenario} | {name} | " + " | ".join(f"{r:.2f}" for r in ratios) + " |"
             )
+    lines += _storing(results)
     lines += ["", "![Benchmark ratios](img/benchmarks.png)", "", *_method(meta)]
     return "\n".join(lines)
+
+
+def _storing(results: Results) -> list[str]:
+    """What keeping every Response costs: lgos (store on by default) against lgos-nostore."""
+    names = results.targets()
+    if "lgos" not in names or "lgos-nostore" not in names:
+        return []
+    lines = [
+        "",
+        "## Cost of storing Responses",
+        "",
+        "Server CPU per request of `lgos` (every Response stored, the default) and "
+        "`lgos-nostore` (`LGOS_STORE_RESPONSES=false`), in memory. Chat Completions never "
+        "stores, so its rows show the noise of the run.",
+        "",
+        "| scenario | store on (ms) | store off (ms) | difference |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for scenario in results.runs:
+        stored = results.median(scenario, "lgos", "cpu_ms")
+        unstored = results.median(scenario, "lgos-nostore", "cpu_ms")
+        if stored is None or unstored is None:
+            continue
+        lines.append(
+            f"| {scenario} | {_fmt(stored)} | {_fmt(unstored)} | {stored - unstored:+.2f} ms |"
+        )
+    return lines
 
 
 def _method(meta: dict[str, str]) -> list[str]:

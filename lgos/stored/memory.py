@@ -28,7 +28,7 @@ def page(
 
 # The default store is for trials and tests: past this many Responses (or Conversations) the
 # oldest go first, so a long-running process does not grow without bound.
-MAX_RECORDS = 10_000
+MAX_RECORDS = 1_000
 
 
 class InMemoryResponseStore:
