@@ -19,8 +19,9 @@ from starlette.routing import BaseRoute, Route
 from lgos import context
 from lgos.background.events import frame_event
 from lgos.background.protocol import BackgroundBackend
-from lgos.errors import InvalidRequestError, LgosError, NotFoundError
+from lgos.errors import LgosError, NotFoundError
 from lgos.http.background import BackgroundRoutes
+from lgos.http.body import json_body
 from lgos.http.stateful import ConversationRoutes, StatefulRoutes
 from lgos.http.streaming import EventStreamResponse
 from lgos.registry import GraphRegistry
@@ -32,7 +33,6 @@ from lgos.wire import chat as chat_wire
 from lgos.wire import models as models_wire
 from lgos.wire import responses_request
 from lgos.wire.errors import SERVER_ERROR_MESSAGE, error_body
-from lgos.wire.validation import parse_json_object
 
 logger = logging.getLogger("lgos.http")
 
@@ -108,16 +108,6 @@ def guarded(endpoint: Endpoint) -> Endpoint:
         return response
 
     return handle
-
-
-async def json_body(request: Request) -> dict[str, Any]:
-    content_type = request.headers.get("content-type", "")
-    if content_type.split(";", 1)[0].strip().lower() != "application/json":
-        raise InvalidRequestError(
-            "Invalid Content-Type header: send the request body as application/json.",
-            code="invalid_content_type",
-        )
-    return parse_json_object(await request.body())
 
 
 class OpenAIRoutes:

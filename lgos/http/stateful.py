@@ -12,12 +12,12 @@ from starlette.responses import JSONResponse, Response
 from lgos import context
 from lgos.errors import InvalidRequestError
 from lgos.http.background import BackgroundRoutes, boolean_param, starting_after_param
+from lgos.http.body import json_body
 from lgos.http.streaming import EventStreamResponse
 from lgos.service.conversations import Conversations
 from lgos.service.stateful import Page, StatefulResponses
 from lgos.wire import items
 from lgos.wire.sse import named_event
-from lgos.wire.validation import parse_json_object
 
 
 class StatefulRoutes:
@@ -82,16 +82,6 @@ class StatefulRoutes:
             response_id, await self.scope(request), page_params(request)
         )
         return JSONResponse(listing)
-
-
-async def json_body(request: Request) -> dict[str, Any]:
-    content_type = request.headers.get("content-type", "")
-    if content_type.split(";", 1)[0].strip().lower() != "application/json":
-        raise InvalidRequestError(
-            "Invalid Content-Type header: send the request body as application/json.",
-            code="invalid_content_type",
-        )
-    return parse_json_object(await request.body())
 
 
 async def _replay(events: list[dict[str, Any]]) -> AsyncIterator[bytes]:
