@@ -15,3 +15,32 @@ async def test_the_oldest_responses_go_first_past_the_bound() -> None:
         await store.put_response(StoredResponse(id=f"resp_{number}", owner_scope="s", model="m"))
     kept = [await store.get_response(f"resp_{number}", "s") for number in range(5)]
     assert [record is not None for record in kept] == [False, False, True, True, True]
+
+
+async def test_retention_deletes_old_records_and_unused_threads() -> None:
+    from datetime import timedelta
+
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from lgos.service.stateful import expire_stored_responses
+    from lgos.stored import StoredConversation
+    from tests.stateful.registry import counter_graph
+
+    saver = InMemorySaver()
+    graph = counter_graph(saver)
+    await graph.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t1"}})
+    store = InMemoryResponseStore()
+    await store.put_response(
+        StoredResponse(id="resp_old", owner_scope="s", model="m", created_at=1)
+    )
+    await store.put_response(StoredResponse(id="resp_new", owner_scope="s", model="m"))
+    await store.put_conversation(StoredConversation(id="conv_old", owner_scope="s", updated_at=1))
+    await store.touch_thread("t1")
+    store._threads["t1"] = 1.0  # used long ago
+    deleted = await expire_stored_responses(store, saver, older_than=timedelta(days=30))
+    assert deleted == 2
+    assert await store.get_response("resp_old", "s") is None
+    assert await store.get_response("resp_new", "s") is not None
+    assert await store.get_conversation("conv_old", "s") is None
+    assert await saver.aget_tuple({"configurable": {"thread_id": "t1"}}) is None

@@ -338,3 +338,13 @@ async def test_the_model_listing_tells_which_graphs_keep_state(client: AsyncOpen
     }
     assert "threads" in features["counter"]
     assert "threads" not in features["history"]
+
+
+async def test_chat_completions_stay_stateless_on_a_thread_keeping_graph(
+    client: AsyncOpenAI,
+) -> None:
+    for _ in range(2):
+        completion = await client.chat.completions.create(
+            model="counter", messages=[{"role": "user", "content": "hi"}]
+        )
+        assert completion.choices[0].message.content == "turn 1 saw human:hi"
