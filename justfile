@@ -21,6 +21,23 @@ setup:
 test *args: setup
     uv run pytest {{ args }}
 
+# Copy the screenshots the browser tests took (build/screenshots/) over the docs' pictures.
+docs-images:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    shopt -s nullglob
+    shots=(build/screenshots/*/*.png)
+    if [ ${#shots[@]} -eq 0 ]; then
+        echo "no screenshots in build/screenshots/: run the browser tests first" >&2
+        exit 1
+    fi
+    for shot in "${shots[@]}"; do
+        target="docs/img/${shot#build/screenshots/}"
+        mkdir -p "$(dirname "$target")"
+        cp "$shot" "$target"
+        echo "$target"
+    done
+
 # Lint and format checks.
 lint:
     uv run ruff check .
@@ -38,8 +55,9 @@ type-check:
 # Everything CI checks besides the tests: lint, types, docs.
 check: lint type-check docs
 
-# Build the documentation site strictly (warnings fail).
+# Build the documentation site strictly (warnings fail); it works offline (Mermaid bundled).
 docs *args:
+    bash scripts/docs-assets.sh
     NO_MKDOCS_2_WARNING=1 uv run mkdocs build --strict {{ args }}
 
 # Benchmarks: LGOS against a bare graph and the reference product (`just bench --quick`).
@@ -49,3 +67,7 @@ bench *args:
 # Profile one benchmark target under load (see benchmarks/profile.py for the options).
 bench-profile *args:
     uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile {{ args }}
+
+# Run llm-comply (both formats) against `lgos serve` and rewrite docs/conformance.md.
+conformance:
+    uv run python -m tests.conformance.llm_comply

@@ -10,7 +10,7 @@ import click
 import uvicorn
 from uvicorn.main import main as uvicorn_main
 
-from lgos.errors import ConfigurationError
+from lgos.core.errors import ConfigurationError
 
 APP_FACTORY = "lgos.server.app:app_from_environment"
 # Uvicorn options that name the application: LGOS supplies the app itself.

@@ -7,6 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Starts real processes: slower than the suite-wide timeout on a busy host.
+pytestmark = pytest.mark.timeout(600)
+
 REPO = Path(__file__).resolve().parents[1]
 OPTIONAL = ("langgraph.checkpoint.postgres", "psycopg", "dbos", "hatchet_sdk", "langfuse")
 

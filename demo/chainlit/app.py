@@ -14,6 +14,8 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -22,9 +24,9 @@ import httpx
 import lgos_ui as ui
 from chainlit.data import get_data_layer
 from chainlit.data.chainlit_data_layer import ChainlitDataLayer
-from chainlit.input_widget import InputWidget, Select, Slider, Switch, TextInput
+from chainlit.input_widget import InputWidget, NumberInput, Select, Slider, Switch, TextInput
 from chainlit.utils import utc_now
-from openai import APIError, APIStatusError, AsyncOpenAI
+from openai import APIConnectionError, APIError, APIStatusError, AsyncOpenAI
 
 BASE_URL = (
     os.environ.get("LGOS_BASE_URL")
@@ -48,12 +50,24 @@ ACTIVE = "lgos_active_run"  # in memory only: the Response that Stop should canc
 POLLED = "lgos_polled_run"  # persisted: the background Response being polled, for a resume
 SPECS = "lgos_setting_specs"
 MODEL = "lgos_model"
+VALID_SETTINGS = "lgos_valid_settings"  # the last settings that passed validation
 REVIEW_ACTION = "lgos_review"
+PAUSED_STATUS = "lgos_paused_status"  # in memory: the status line of a run that paused
+REVIEW_CARD = "ReviewCard"  # public/elements/ReviewCard.jsx
+# Example prompts per model, shown on an empty chat (demo/starters.json; absent: none).
+STARTERS_FILE = Path(
+    os.environ.get("LGOS_CHAINLIT_STARTERS") or Path(__file__).parents[1] / "starters.json"
+)
+# The profile a new chat opens on when the catalog has it.
+DEFAULT_MODEL = os.environ.get("LGOS_CHAINLIT_DEFAULT_MODEL", "simple-graph")
 
 # Response id -> the task polling it in this process. A reload starts a new session that takes
 # the polling over; the old session's task (its page is gone) is cancelled, so the result is
 # shown and stored once.
 pollers: dict[str, asyncio.Task[Any]] = {}
+# Reviews whose answer this process is sending right now: a session that resumes the thread
+# meanwhile must not offer the card again.
+answering: set[str] = set()
 
 
 # ---------------------------------------------------------------- persistence layer
@@ -134,9 +148,29 @@ async def chat_profiles(user: cl.User | None) -> list[cl.ChatProfile]:
     except APIError as exc:
         cl.logger.error("cannot read the model catalog at %s: %s", BASE_URL, exc)
         return []
+    starters = load_starters()
+    default = DEFAULT_MODEL if any(m.id == DEFAULT_MODEL for m in models) else None
     return [
-        cl.ChatProfile(name=m.id, markdown_description=ui.profile_description(m)) for m in models
+        cl.ChatProfile(
+            name=m.id,
+            markdown_description=ui.profile_description(m),
+            default=m.id == default,
+            starters=[
+                cl.Starter(label=entry["label"], message=entry["message"])
+                for entry in starters.get(m.id, [])
+            ]
+            or None,
+        )
+        for m in models
     ]
+
+
+def load_starters() -> dict[str, list[dict[str, str]]]:
+    try:
+        data = json.loads(STARTERS_FILE.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {model: list(entries) for model, entries in data.items() if isinstance(entries, list)}
 
 
 async def current_model() -> tuple[ui.ModelInfo, dict[str, Any] | None]:
@@ -166,6 +200,8 @@ def widget(spec: ui.SettingSpec, value: Any) -> InputWidget:
         return Select(values=spec.choices, initial_value=str(value), **common)
     if spec.kind == "slider":
         return Slider(initial=value, min=spec.minimum, max=spec.maximum, step=1, **common)
+    if spec.kind in ("integer", "number"):
+        return NumberInput(initial=value, **common)
     return TextInput(initial=str(value or ""), **common)
 
 
@@ -179,7 +215,16 @@ async def setup_chat(restored: dict[str, Any] | None = None) -> None:
     specs = ui.setting_specs(client_settings) if model.has_lgos else []
     cl.user_session.set(MODEL, model)
     cl.user_session.set(SPECS, specs)
-    values = restored or {}
+    settings = await cl.ChatSettings(settings_widgets(model, specs, restored or {})).send()
+    cl.user_session.set(VALID_SETTINGS, dict(settings or {}))
+    if not model.has_lgos and restored is None:
+        await cl.Message(content=ui.profile_description(model)).send()
+
+
+def settings_widgets(
+    model: ui.ModelInfo, specs: list[ui.SettingSpec], values: dict[str, Any]
+) -> list[InputWidget]:
+    """The settings panel: the app's own switches, then the graph's settings."""
     widgets: list[InputWidget] = [
         Switch(
             id=ui.STREAM_SWITCH,
@@ -194,26 +239,59 @@ async def setup_chat(restored: dict[str, Any] | None = None) -> None:
                 id=ui.BACKGROUND_SWITCH,
                 label="Run in background",
                 initial=bool(values.get(ui.BACKGROUND_SWITCH, False)),
-                description="Queue the run and poll it; Stop cancels it.",
+                description="The run goes on on the server, also when you leave; Stop cancels it.",
             )
         )
     for spec in specs:
         value = ui.coerce(spec, values.get(spec.key, spec.default))
         widgets.append(widget(spec, value))
-    await cl.ChatSettings(widgets).send()
-    if not model.has_lgos and restored is None:
-        await cl.Message(content=ui.profile_description(model)).send()
+    return widgets
 
 
 @cl.on_chat_start
 async def on_chat_start() -> None:
-    await setup_chat()
+    try:
+        await setup_chat()
+    except APIConnectionError as exc:
+        await show_unreachable(exc)
+
+
+async def show_unreachable(exc: APIConnectionError) -> None:
+    """An outage in words: which server, and what to do, not a bare "Connection error."."""
+    await cl.ErrorMessage(
+        content=f"Could not reach the server at {BASE_URL} ({exc.message}). "
+        "Check that it runs, then reload the page or send your message again."
+    ).send()
+
+
+@cl.on_settings_update
+async def on_settings_update(values: dict[str, Any]) -> None:
+    """Keep only values the graph accepts; explain a refused one with the allowed values."""
+    specs: list[ui.SettingSpec] = cl.user_session.get(SPECS) or []
+    valid = dict(cl.user_session.get(VALID_SETTINGS) or {})
+    problems = []
+    for spec in specs:
+        problem = ui.setting_problem(spec, values.get(spec.key))
+        if problem:
+            problems.append(problem)
+            values[spec.key] = valid.get(spec.key, spec.default)
+    cl.user_session.set("chat_settings", values)
+    cl.user_session.set(VALID_SETTINGS, dict(values))
+    if problems:
+        # The panel shows the kept values again, not the refused ones.
+        model: ui.ModelInfo = cl.user_session.get(MODEL)
+        await cl.ChatSettings(settings_widgets(model, specs, values)).send()
+        cl.user_session.set("chat_settings", values)
+        kept = "; ".join(problems)
+        await cl.ErrorMessage(
+            content=f"Setting not changed: {kept} The previous value is kept."
+        ).send()
 
 
 def request_options() -> tuple[dict[str, Any], bool, bool]:
     """Request metadata (changed settings only), background flag and stream flag."""
     model: ui.ModelInfo = cl.user_session.get(MODEL)
-    values = cl.user_session.get("chat_settings") or {}
+    values = cl.user_session.get(VALID_SETTINGS) or cl.user_session.get("chat_settings") or {}
     changed = ui.changed_settings(cl.user_session.get(SPECS) or [], values)
     metadata = ui.request_metadata(changed, cl.context.session.thread_id)
     background = model.supports_background and bool(values.get(ui.BACKGROUND_SWITCH))
@@ -244,10 +322,13 @@ async def run_turn(
     request_input: str | list[dict[str, Any]],
     previous_response_id: str | None = None,
     on_accepted: Callable[[], Awaitable[None]] | None = None,
-) -> None:
+    answers_review: bool = False,
+) -> str | None:
     """Send one Responses request and show its result.
 
     `on_accepted` runs once the server has taken the request (the run is then its business).
+    When the request answers a review, a refused answer is not shown here but returned (the
+    graph's message), so the review card can show it and ask again.
     """
     model: ui.ModelInfo = cl.user_session.get(MODEL)
     metadata, background, stream = request_options()
@@ -267,11 +348,17 @@ async def run_turn(
             if on_accepted:
                 await on_accepted()
     except APIStatusError as exc:
+        if answers_review and exc.status_code == 400:
+            # The graph refused the answer: the review card shows why and asks again.
+            return ui.readable_error(exc.message, exc.body)
         await show_api_error(exc)
-        return
+        return None
+    except APIConnectionError as exc:
+        await show_unreachable(exc)
+        return None
     finally:
         cl.user_session.set(ACTIVE, None)
-    await finish(response, shown)
+    return await finish(response, shown, answers_review=answers_review)
 
 
 def api_error_code(exc: APIStatusError) -> str | None:
@@ -291,7 +378,8 @@ async def show_api_error(exc: APIStatusError) -> None:
     elif code == "run_busy":
         await cl.ErrorMessage(content="The run is busy; try again in a moment.").send()
     else:
-        await cl.ErrorMessage(content=f"The server refused the request: {exc.message}").send()
+        message = ui.readable_error(exc.message, exc.body)
+        await cl.ErrorMessage(content=f"The server refused the request: {message}").send()
 
 
 async def run_streamed(
@@ -333,10 +421,7 @@ async def run_streamed(
         answer = cl.Message(content="")  # an answer that arrived without deltas
     if answer is not None:
         # The final object holds the whole answer and its citations.
-        answer.content = rendered.answer or answer.content
-        sources = ui.sources_markdown(rendered.citations, rendered.answer)
-        if sources:
-            answer.content += "\n\n" + sources
+        answer.content = answer_markdown(rendered) if rendered.answer else answer.content
         await answer.send()
     # Everything the stream carried is on the page now; finish() adds only the rest.
     return final, True
@@ -345,42 +430,150 @@ async def run_streamed(
 async def run_background(
     kwargs: dict[str, Any], on_accepted: Callable[[], Awaitable[None]] | None
 ) -> tuple[dict[str, Any], bool]:
-    """Queue a background Response and poll it, keeping its state visible."""
+    """Queue a background Response and follow it, keeping its state visible.
+
+    The run is created with `stream: true`, so the status line can show the step the graph
+    reports (its commentary) while it runs; an engine that cannot stream, or a stream that
+    breaks, is followed by polling instead. Either way the run is the server's: leaving the
+    page does not stop it.
+    """
     # A retried create (the SDK retries on network errors) must not start a second run. The
     # key goes as a header (LGOS) and in the body's `extra_headers` (what LiteLLM forwards).
     key = str(uuid.uuid4())
-    created = await client.responses.create(
-        background=True,
-        extra_headers={"Idempotency-Key": key},
-        extra_body={"extra_headers": {"Idempotency-Key": key}},
+    options: dict[str, Any] = {
+        "background": True,
+        "extra_headers": {"Idempotency-Key": key},
+        "extra_body": {"extra_headers": {"Idempotency-Key": key}},
         **kwargs,
-    )
-    if on_accepted:
-        await on_accepted()
-    response = created.model_dump()
-    status = cl.Message(content=ui.status_line(response["status"], 0))
-    await status.send()
-    return await poll_until_terminal(response, status), False
+    }
+    status = cl.Message(content=ui.status_line("queued", 0))
+    try:
+        stream = await client.responses.create(stream=True, **options)
+    except APIStatusError as exc:
+        if exc.status_code != 400 or ui.readable_error(exc.message, exc.body).find("stream") < 0:
+            raise
+        created = (await client.responses.create(**options)).model_dump()
+        if on_accepted:
+            await on_accepted()
+        await status.send()
+        return await poll_until_terminal(created, status), False
+    live = LiveStatus(status)
+    final: dict[str, Any] = {}
+    async with stream:
+        try:
+            async for event in stream:
+                data = event.model_dump()
+                kind = data.get("type")
+                if kind == "response.created":
+                    await status.send()
+                    await live.start(data["response"])
+                    cl.user_session.set(
+                        ACTIVE,
+                        {
+                            "response_id": live.response_id,
+                            "status_message_id": status.id,
+                            "created_at": live.created_at,
+                        },
+                    )
+                    await persist(
+                        POLLED, {"response_id": live.response_id, "status_message_id": status.id}
+                    )
+                    if (task := asyncio.current_task()) is not None:
+                        # A reload or a reconnect resumes the thread in a new session, which
+                        # then polls the run in place of this stream (see resume_polling).
+                        pollers[live.response_id] = task
+                    if on_accepted:
+                        await on_accepted()
+                elif kind in ("response.queued", "response.in_progress"):
+                    live.status = data["response"]["status"]
+                elif kind == "response.output_item.done" and ui.is_commentary(data["item"]):
+                    live.step = ui.message_text(data["item"])[0]
+                    await live.show()
+                elif kind in ("response.completed", "response.failed", "response.incomplete"):
+                    final = data["response"]
+        except APIError as exc:
+            cl.logger.warning("background stream broke (%s); polling instead", exc)
+        finally:
+            await live.stop()
+            if pollers.get(live.response_id) is asyncio.current_task():
+                del pollers[live.response_id]
+    if not live.response_id:
+        raise RuntimeError("The background stream ended before the run was created.")
+    if not final:  # the stream broke or ended early: the run goes on, poll it
+        response = (await client.responses.retrieve(live.response_id)).model_dump()
+        return await poll_until_terminal(response, status), False
+    await persist(POLLED, None)
+    await live.finish(final)
+    return final, False
+
+
+class LiveStatus:
+    """The status line of one background run, its timer counted from the run's created_at."""
+
+    def __init__(self, message: cl.Message) -> None:
+        self.message = message
+        self.response_id = ""
+        self.created_at = time.time()
+        self.status = "queued"
+        self.step: str | None = None
+        self.ticker: asyncio.Task[None] | None = None
+
+    async def start(self, response: dict[str, Any]) -> None:
+        self.response_id = response["id"]
+        self.created_at = response.get("created_at") or self.created_at
+        self.status = response.get("status") or "queued"
+        await self.show()
+        self.ticker = asyncio.create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(1)  # the timer's resolution, not coordination
+            await self.show()
+
+    async def show(self, *, paused: bool = False) -> None:
+        elapsed = time.time() - self.created_at
+        self.message.content = ui.status_line(self.status, elapsed, paused=paused, step=self.step)
+        await self.message.update()
+
+    async def stop(self) -> None:
+        if self.ticker is not None:
+            self.ticker.cancel()
+            self.ticker = None
+
+    async def finish(self, response: dict[str, Any]) -> None:
+        await self.stop()
+        self.status = response.get("status") or self.status
+        paused = bool(ui.split_output(response.get("output") or []).reviews)
+        await self.show(paused=paused)
+        # The review card takes this line over: it says when the review was answered.
+        cl.user_session.set(PAUSED_STATUS, self.message.id if paused else None)
 
 
 async def poll_until_terminal(response: dict[str, Any], status: cl.Message) -> dict[str, Any]:
     """Poll a background Response, showing its state in `status`, until it is terminal."""
     response_id = response["id"]
-    cl.user_session.set(ACTIVE, {"response_id": response_id, "status_message_id": status.id})
+    cl.user_session.set(
+        ACTIVE,
+        {
+            "response_id": response_id,
+            "status_message_id": status.id,
+            "created_at": response.get("created_at"),
+        },
+    )
     await persist(POLLED, {"response_id": response_id, "status_message_id": status.id})
     task = asyncio.current_task()
     if task is not None:
         pollers[response_id] = task
+    live = LiveStatus(status)
     try:
-        while True:
-            elapsed = time.time() - (response.get("created_at") or time.time())
-            status.content = ui.status_line(response["status"], elapsed)
-            await status.update()
-            if response["status"] in ui.TERMINAL_STATUSES:
-                break
+        await live.start(response)
+        while response["status"] not in ui.TERMINAL_STATUSES:
             await asyncio.sleep(POLL_SECONDS)  # polling interval, not coordination
             response = (await client.responses.retrieve(response_id)).model_dump()
+            live.status = response["status"]
+        await live.finish(response)
     finally:
+        await live.stop()
         if pollers.get(response_id) is task:
             del pollers[response_id]
     await persist(POLLED, None)
@@ -441,19 +634,31 @@ class Progress:
             await self.step.update()
 
 
-async def finish(response: dict[str, Any], shown: bool) -> None:
-    """Show what a terminal Response holds and remember the answer for the next turn."""
+def answer_markdown(rendered: ui.RenderedOutput) -> str:
+    """The answer with its citation chips linked, and the sources it does not list itself."""
+    content = ui.link_markers(rendered.answer, rendered.citations)
+    sources = ui.sources_markdown(rendered.citations, rendered.answer)
+    return (content + "\n\n" + sources).strip() if sources else content
+
+
+async def finish(
+    response: dict[str, Any], shown: bool, *, answers_review: bool = False
+) -> str | None:
+    """Show what a terminal Response holds and remember the answer for the next turn.
+
+    Returns the graph's message when the Response answered a review and failed with it (a
+    background continuation that refused the answer): the review card then asks again.
+    """
     status = response.get("status")
     rendered = ui.split_output(response.get("output") or [])
+    if status == "failed" and answers_review and not rendered.answer:
+        return str((response.get("error") or {}).get("message") or "The answer was refused.")
     if not shown:
         progress = Progress()
         for note in rendered.commentary:
             await progress.add(note)
         await progress.close()
-        content = rendered.answer
-        sources = ui.sources_markdown(rendered.citations, rendered.answer)
-        if sources:
-            content = (content + "\n\n" + sources).strip()
+        content = answer_markdown(rendered)
         if content:
             await cl.Message(content=content).send()
     if rendered.refusal:
@@ -466,68 +671,68 @@ async def finish(response: dict[str, Any], shown: bool) -> None:
     elif status == "incomplete":
         reason = (response.get("incomplete_details") or {}).get("reason", "unknown")
         await cl.Message(content=f"The answer is incomplete ({reason}).").send()
-    elif status == "cancelled":
-        await cl.Message(content="The run was cancelled.").send()
     if rendered.answer:
         history = list(cl.user_session.get(HISTORY) or [])
         history.append({"role": "assistant", "content": rendered.answer})
         await persist(HISTORY, history)
     if rendered.reviews:
         await show_reviews(response["id"], rendered.reviews)
+    return None
 
 
 # ---------------------------------------------------------------- human review
 
 
-def review_actions(response_id: str, question: ui.ReviewQuestion) -> list[cl.Action]:
-    # Deterministic ids: the same buttons can be re-attached after a reload and removed later.
-    return [
-        cl.Action(
-            name=REVIEW_ACTION,
-            id=f"{question.call_id}:{choice}",
-            label=choice.capitalize(),
-            payload={"response_id": response_id, "call_id": question.call_id, "answer": choice},
-        )
-        for choice in question.choices
-    ]
+def review_card(message_id: str, element_id: str | None, props: dict[str, Any]) -> cl.CustomElement:
+    card = cl.CustomElement(name=REVIEW_CARD, props=props, display="inline", for_id=message_id)
+    if element_id:
+        card.id = element_id  # the same card, updated in place
+    return card
 
 
 async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
-    """One message with buttons per pending question; the whole review is saved at once."""
-    record: dict[str, Any] = {"response_id": response_id, "calls": [], "answers": {}}
+    """One review card per pending question; the whole review is saved at once."""
+    record: dict[str, Any] = {
+        "response_id": response_id,
+        "calls": [],
+        "answers": {},
+        "status_message_id": cl.user_session.get(PAUSED_STATUS),
+    }
     for call in calls:
         question = ui.parse_review(call)
-        message = cl.Message(
-            content=ui.review_markdown(question), actions=review_actions(response_id, question)
+        message = cl.Message(content=ui.review_summary(question))
+        card = cl.CustomElement(
+            name=REVIEW_CARD, props=ui.card_props(response_id, question), display="inline"
         )
+        message.elements = [card]
         await message.send()
         record["calls"].append(
             {
                 "call_id": call["call_id"],
                 "arguments": call.get("arguments"),
                 "message_id": message.id,
+                "element_id": card.id,
             }
         )
     await persist(PENDING, record)
 
 
-async def restore_review(record: dict[str, Any]) -> None:
-    """Re-attach the buttons to the saved review messages of a resumed thread."""
-    for call in record["calls"]:
-        if call["call_id"] in record["answers"]:
-            continue
-        question = ui.parse_review(call)
-        for action in review_actions(record["response_id"], question):
-            # The page keeps a flat list of buttons: drop a copy a previous resume may have
-            # attached, so a button never shows twice.
-            await action.remove()
-            await action.send(for_id=call["message_id"])
+async def update_card(record: dict[str, Any], call: dict[str, Any], **state: Any) -> None:
+    """Redraw one review card (and its message's text, which a reloaded history shows)."""
+    question = ui.parse_review(call)
+    props = ui.card_props(record["response_id"], question, **state)
+    card = review_card(call["message_id"], call.get("element_id"), props)
+    await card.update()
+    decision = state.get("decision") if state.get("state") == "answered" else None
+    await cl.Message(id=call["message_id"], content=ui.review_summary(question, decision)).update()
 
 
 async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
     """Record one answer; when every question is answered, resume the run.
 
     Returns False when the answer does not belong to the pending review (already answered).
+    A refused answer (400 on the resume, or a continuation that failed with the graph's
+    message) leaves the review pending: the card shows the message and asks again.
     """
     record = cl.user_session.get(PENDING)
     calls = {c["call_id"]: c for c in (record or {}).get("calls", [])}
@@ -536,10 +741,8 @@ async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
         return False
     if call_id in record["answers"]:
         return False
-    for action in review_actions(response_id, ui.parse_review(calls[call_id])):
-        await action.remove()
     record["answers"][call_id] = answer
-    await cl.Message(content=f"Your answer: **{answer}**").send()
+    await update_card(record, calls[call_id], state="sending", decision=answer)
     if len(record["answers"]) < len(record["calls"]):
         await persist(PENDING, record)
         return True
@@ -547,22 +750,44 @@ async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
         {"type": "function_call_output", "call_id": cid, "output": record["answers"][cid]}
         for cid in calls
     ]
+    answered_at = datetime.now(UTC).isoformat()
 
     async def accepted() -> None:
-        # The server owns the run from here; the saved review must not be offered again.
+        # The server owns the run from here: show the decision, and never offer it again.
+        for cid, call in calls.items():
+            await update_card(
+                record,
+                call,
+                state="answered",
+                decision=record["answers"][cid],
+                answered_at=answered_at,
+            )
+        if record.get("status_message_id"):
+            await cl.Message(
+                id=record["status_message_id"], content="Background run: **Review answered**"
+            ).update()
         await persist(PENDING, None)
 
-    await run_turn(outputs, previous_response_id=response_id, on_accepted=accepted)
-    if cl.user_session.get(PENDING) is record:
-        # The request failed before the server accepted it: offer the buttons again.
+    answering.add(response_id)
+    try:
+        refused = await run_turn(
+            outputs, previous_response_id=response_id, on_accepted=accepted, answers_review=True
+        )
+    finally:
+        answering.discard(response_id)
+    if refused is not None or cl.user_session.get(PENDING) is record:
+        # Refused, or the request failed before the server took it: ask again.
         record["answers"] = {}
-        await restore_review(record)
+        await persist(PENDING, record)
+        for call in calls.values():
+            await update_card(record, call, state="pending", error=refused)
     return True
 
 
 @cl.action_callback(REVIEW_ACTION)
 async def on_review_action(action: cl.Action) -> None:
-    """A button click arrives as an HTTP call; the resumed run goes on in a stoppable task."""
+    """A click on a review card arrives as an HTTP call; the resumed run goes on in a
+    stoppable task."""
     payload = action.payload
     session = cl.context.session
 
@@ -576,11 +801,11 @@ async def on_review_action(action: cl.Action) -> None:
     session.current_task = asyncio.create_task(resume())
 
 
-def free_text_call(record: dict[str, Any] | None) -> str | None:
-    """The first unanswered question of the pending review that accepts typed feedback."""
+def typed_answer_call(record: dict[str, Any] | None) -> str | None:
+    """The first unanswered question of the pending review: typed text answers it."""
     for call in (record or {}).get("calls", []):
-        if call["call_id"] not in record["answers"] and ui.parse_review(call).free_text:
-            return call["call_id"]
+        if call["call_id"] not in record["answers"]:
+            return str(call["call_id"])
     return None
 
 
@@ -590,11 +815,16 @@ def free_text_call(record: dict[str, Any] | None) -> str | None:
 @cl.on_message
 async def on_message(message: cl.Message) -> None:
     if cl.user_session.get(MODEL) is None:
-        await setup_chat()
+        try:
+            await setup_chat()
+        except APIConnectionError as exc:
+            await show_unreachable(exc)
+            return
     record = cl.user_session.get(PENDING)
-    call_id = free_text_call(record)
+    call_id = typed_answer_call(record)
     if call_id:
-        # Typed text answers a review that accepts feedback.
+        # While a review waits, typed text answers it: the graph accepts it as feedback or
+        # refuses it with its own message (the card then asks again).
         await answer_review(record["response_id"], call_id, message.content)
         return
     history = list(cl.user_session.get(HISTORY) or [])
@@ -620,8 +850,10 @@ async def on_stop() -> None:
         cl.logger.info("cancel %s: %s", active["response_id"], exc.message)
         status = "cancelled"
     if active.get("status_message_id"):
-        await cl.Message(id=active["status_message_id"], content=ui.status_line(status, 0)).update()
-    await cl.Message(content=f"Run {status}.").send()
+        # Chainlit itself says "Task manually stopped."; the status line says how the run ended.
+        elapsed = time.time() - (active.get("created_at") or time.time())
+        content = ui.status_line(status, elapsed)
+        await cl.Message(id=active["status_message_id"], content=content).update()
 
 
 @cl.on_chat_resume
@@ -631,7 +863,11 @@ async def on_chat_resume(thread: dict[str, Any]) -> None:
     if isinstance(metadata, str):
         metadata = json.loads(metadata)
     cl.user_session.set(HISTORY, metadata.get(HISTORY) or [])
-    await setup_chat(restored=metadata.get("chat_settings") or {})
+    try:
+        await setup_chat(restored=metadata.get("chat_settings") or {})
+    except APIConnectionError as exc:
+        await show_unreachable(exc)
+        return
     record = metadata.get(PENDING)
     cl.user_session.set(PENDING, record)
     polled = metadata.get(POLLED)
@@ -641,7 +877,11 @@ async def on_chat_resume(thread: dict[str, Any]) -> None:
         bool(record),
         bool(polled),
     )
-    if record:
-        await restore_review(record)
+    if record and record["response_id"] not in answering:
+        # The cards come back from the data layer; one saved mid-send (the process that sent
+        # it is gone) is offered again.
+        record["answers"] = {}
+        for call in record["calls"]:
+            await update_card(record, call, state="pending")
     if polled:
         await resume_polling(polled)

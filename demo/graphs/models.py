@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 
-from lgos.errors import ConfigurationError
+from lgos import ConfigurationError
 
 BASE_URL_VARIABLE = "DEMO_OPENAI_BASE_URL"
 API_KEY_VARIABLE = "DEMO_OPENAI_API_KEY"

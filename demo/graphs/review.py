@@ -12,7 +12,7 @@ from langgraph.types import interrupt
 from pydantic import Field
 
 from demo.graphs.fake_model import last_user_text
-from lgos import ClientSettings, GraphError, get_request, status_event
+from lgos import ClientSettings, InvalidAnswerError, get_request, status_event
 
 
 class ApprovalState(MessagesState):
@@ -116,7 +116,8 @@ def background_interrupt_graph(checkpointer: Any) -> Pregel:
         )
         decision = str(answer).strip().lower()
         if decision not in {"approve", "reject"}:
-            raise GraphError("the review accepts only 'approve' or 'reject'")
+            # Refused, and asked again: the report stays up for review under the same call id.
+            raise InvalidAnswerError(f"Answer 'approve' or 'reject', not {str(answer)!r}.")
         return {"approved": decision == "approve"}
 
     async def finish_report(state: ReportState) -> dict[str, Any]:

@@ -13,6 +13,8 @@ license: MIT
 import asyncio
 import json
 import logging
+import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -21,8 +23,14 @@ from pydantic import BaseModel, Field
 
 log = logging.getLogger("lgos_pipe")
 
-# Statuses after which a Response no longer changes.
+# Statuses after which a Response no longer changes, and the stream events that end one.
 TERMINAL = {"completed", "failed", "cancelled", "incomplete"}
+TERMINAL_EVENTS = {"response.completed", "response.failed", "response.incomplete"}
+# How long Open WebUI keeps a review card open (it allows 60 s to 240 s); after that the
+# review stays pending on the server and a reply in the chat answers it.
+REVIEW_CARD_TIMEOUT_MS = 240_000
+# After this long in the queue the status line says that no worker has taken the run.
+QUEUED_WARNING_SECONDS = 3
 # The function call name LGOS uses for a question the graph paused on.
 INTERRUPT = "lgos_interrupt"
 
@@ -31,6 +39,16 @@ Emitter = Callable[[dict[str, Any]], Awaitable[Any]]
 
 class LgosError(Exception):
     """An error envelope returned by LGOS (or the gateway), kept readable for the chat."""
+
+    def __init__(self, message: str, status: int | None = None, param: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.param = param
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> "LgosError":
+        message, param = _error_message(response)
+        return cls(message, response.status_code, param)
 
 
 def _content_text(content: Any) -> str:
@@ -110,13 +128,191 @@ async def gateway_catalog(client: httpx.AsyncClient) -> dict[str, dict[str, Any]
     }
 
 
-def _error_message(response: httpx.Response) -> str:
+# A gateway's wrapping of an upstream error: "litellm.BadRequestError: OpenAIException -
+# {json}", possibly followed by more of the gateway's own text.
+_WRAPPED = "Exception - {"
+
+
+def _unwrap(error: dict[str, Any]) -> dict[str, Any]:
+    """The innermost error object a gateway wrapped in its message (LGOS's own)."""
+    for _ in range(3):  # gateways may wrap more than once
+        message = str(error.get("message") or "")
+        start = message.find(_WRAPPED)
+        if start < 0:
+            break
+        try:
+            inner, _end = json.JSONDecoder().raw_decode(message, start + len(_WRAPPED) - 1)
+        except ValueError:
+            break
+        inner = inner.get("error", inner) if isinstance(inner, dict) else None
+        if not isinstance(inner, dict) or not inner.get("message"):
+            break
+        error = inner
+    return error
+
+
+def _error_message(response: httpx.Response) -> tuple[str, str | None]:
+    """LGOS's own message and `param`, also when a gateway wrapped them in its text."""
     try:
-        error = response.json()["error"]
-        code = f" ({error['code']})" if error.get("code") else ""
-        return f"{error.get('message')}{code}"
-    except (ValueError, KeyError, TypeError):
-        return f"HTTP {response.status_code}: {response.text[:500]}"
+        error = _unwrap(response.json()["error"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return f"HTTP {response.status_code}: {response.text[:500]}", None
+    return str(error.get("message") or f"HTTP {response.status_code}"), error.get("param")
+
+
+def allowed_values(client_settings: dict[str, Any] | None) -> dict[str, str]:
+    """Each setting's allowed values in words, from the graph's JSON schema."""
+    properties = ((client_settings or {}).get("json_schema") or {}).get("properties") or {}
+    allowed = {}
+    for key, prop in properties.items():
+        if prop.get("enum"):
+            allowed[key] = "one of " + ", ".join(map(str, prop["enum"]))
+        elif "minimum" in prop and "maximum" in prop:
+            allowed[key] = f"{prop['minimum']} to {prop['maximum']}"
+        elif "minimum" in prop:
+            allowed[key] = f"{prop['minimum']} or more"
+        elif "maximum" in prop:
+            allowed[key] = f"up to {prop['maximum']}"
+    return allowed
+
+
+def _is_commentary(item: dict[str, Any]) -> bool:
+    return item.get("type") == "message" and item.get("phase") == "commentary"
+
+
+def _now() -> str:
+    return time.strftime("%H:%M:%S UTC", time.gmtime())
+
+
+def progress_line(state: str, elapsed: float, step: str = "") -> str:
+    """What a background run is doing, with the time since it was created."""
+    seconds = max(0, int(elapsed))
+    if state == "queued":
+        line = f"Queued ({seconds} s)"
+        if seconds >= QUEUED_WARNING_SECONDS:
+            line += f" · no worker has picked this up for {seconds} s"
+        return line
+    return f"Running ({seconds} s)" + (f" · {step}" if step else "")
+
+
+_MARKER_AFTER = re.compile(r"[ \t,]*\[(\d{1,3})\]")
+
+
+def numbered_sources(response: dict[str, Any]) -> list[tuple[int, str, str]]:
+    """(n, title, url) of the documents the answer cites, in the order of their numbers.
+
+    The number of a citation is that of the `[n]` marker right after its claim; citations
+    without a marker follow, numbered after the others.
+    """
+    by_number: dict[int, tuple[str, str]] = {}
+    unnumbered: list[tuple[str, str]] = []
+    for item in response.get("output") or []:
+        if item.get("type") != "message" or _is_commentary(item):
+            continue
+        for part in item.get("content") or []:
+            text = part.get("text") or ""
+            for note in part.get("annotations") or []:
+                if note.get("type") != "url_citation" or not note.get("url"):
+                    continue
+                entry = (note.get("title") or note["url"], note["url"])
+                end = note.get("end_index")
+                found = _MARKER_AFTER.match(text, end) if isinstance(end, int) else None
+                if found:
+                    by_number.setdefault(int(found.group(1)), entry)
+                elif entry not in unnumbered:
+                    unnumbered.append(entry)
+    ordered = [(n, *by_number[n]) for n in sorted(by_number)]
+    urls = {url for _, _, url in ordered}
+    extra = [entry for entry in unnumbered if entry[1] not in urls]
+    start = len(ordered) + 1
+    return ordered + [(start + i, title, url) for i, (title, url) in enumerate(extra)]
+
+
+class ReviewQuestion:
+    """One `lgos_interrupt` call, read for the question card."""
+
+    def __init__(self, call_id: str, args: dict[str, Any]) -> None:
+        self.call_id = call_id
+        self.question = str(args.get("question") or "The graph asks for your review.")
+        self.choices = [str(choice) for choice in args.get("choices") or []] or [
+            "approve",
+            "reject",
+        ]
+        # The graph also takes free text (feedback) besides its choices.
+        self.allow_other = bool(args.get("allow_other")) or not args.get("choices")
+        # Everything else the graph sent (the draft report, the plan) is what is reviewed.
+        self.details = "\n\n".join(
+            value if isinstance(value, str) else json.dumps(value, indent=2)
+            for key, value in args.items()
+            if key not in ("question", "choices", "allow_other")
+        )
+
+    @classmethod
+    def parse(cls, call: dict[str, Any]) -> "ReviewQuestion":
+        try:
+            args = json.loads(call.get("arguments") or "{}")
+        except ValueError:
+            args = {"question": call.get("arguments")}
+        if not isinstance(args, dict):
+            args = {"question": str(args)}
+        return cls(str(call["call_id"]), args)
+
+    def card(self) -> dict[str, Any]:
+        descriptions = {
+            "approve": "Accept what is shown above",
+            "reject": "Decline what is shown above",
+        }
+        return {
+            "id": self.call_id,
+            "header": "Review",
+            "question": self.question,
+            "options": [
+                {"label": choice.capitalize(), "description": descriptions.get(choice, choice)}
+                for choice in self.choices
+            ],
+            "allow_other": self.allow_other,
+        }
+
+    def choice_for(self, label: str) -> str:
+        for choice in self.choices:
+            if choice.capitalize() == label:
+                return choice
+        return label
+
+
+class Review:
+    """A Response that paused on review questions, until they are answered."""
+
+    def __init__(self, response_id: str, calls: list[dict[str, Any]]) -> None:
+        self.response_id = response_id
+        self.calls = calls
+        self.questions = [ReviewQuestion.parse(call) for call in calls]
+
+    def card_markdown(self) -> str:
+        """The review in the answer itself: the question and what it is about."""
+        parts = []
+        for question in self.questions:
+            parts.append(f"\n\n---\n\n#### Waiting for your review\n\n**{question.question}**")
+            if question.details:
+                quoted = "\n".join(f"> {line}" for line in question.details.splitlines())
+                parts.append(f"\n\n{quoted}")
+        return "".join(parts) + "\n"
+
+    def reply_hint(self) -> str:
+        question = self.questions[0]
+        options = " or ".join(f"**{choice}**" for choice in question.choices)
+        return options + (" (or your own words)" if question.allow_other else "")
+
+    def answer_request(self, base: dict[str, Any], *answers: str) -> dict[str, Any]:
+        outputs = [
+            {"type": "function_call_output", "call_id": call["call_id"], "output": answer}
+            for call, answer in zip(self.calls, answers, strict=False)
+        ]
+        return {**base, "previous_response_id": self.response_id, "input": outputs}
+
+
+# Chat id -> the review left waiting in it (dismissed or timed out); the next message answers.
+PendingReviews = dict[str, Review]
 
 
 class Pipe:
@@ -153,6 +349,9 @@ class Pipe:
     def __init__(self) -> None:
         self.type = "manifold"
         self.valves = self.Valves()
+        # Reviews left waiting, per chat (kept while Open WebUI runs; the run itself waits on
+        # the LGOS server either way).
+        self.pending: PendingReviews = {}
 
     def _client(self) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {self.valves.api_key}"} if self.valves.api_key else {}
@@ -199,7 +398,7 @@ class Pipe:
         turn = _Turn(self.valves, model, user_valves, __event_emitter__, __event_call__)
         async with self._client() as client:
             turn.client = client
-            texts = turn.run(to_input(body.get("messages") or []), metadata)
+            texts = turn.run(to_input(body.get("messages") or []), metadata, self.pending)
             try:
                 async for text in texts:
                     yield text
@@ -226,76 +425,96 @@ class _Turn:
         self._emit = emit
         self._call = call
         self.client: httpx.AsyncClient
-        # The background Response being polled, cancelled if the user presses Stop.
+        # The background Response being followed, cancelled if the user presses Stop.
         self.active_id: str | None = None
+        self.client_settings: dict[str, Any] | None = None
 
     async def status(self, description: str, done: bool = False) -> None:
         if self._emit:
             await self._emit({"type": "status", "data": {"description": description, "done": done}})
 
     async def run(
-        self, input_items: list[dict[str, Any]], metadata: dict[str, Any]
+        self,
+        input_items: list[dict[str, Any]],
+        metadata: dict[str, Any],
+        pending: PendingReviews,
     ) -> AsyncIterator[str]:
+        chat_id = str(metadata.get("chat_id") or "")
         try:
             info = await self._model_info()
+            self.client_settings = info.get("client_settings")
             values = self.user_valves.model_dump() if self.user_valves else {}
             background = bool(values.pop("run_in_background", False)) and "background" in info.get(
                 "features", []
             )
-            request: dict[str, Any] = {"model": self.model, "input": input_items}
+            base: dict[str, Any] = {"model": self.model}
             request_metadata = {}
-            if metadata.get("chat_id"):
-                request_metadata["conversation_id"] = str(metadata["chat_id"])
-            settings = changed_settings(values, info.get("client_settings"))
+            if chat_id:
+                request_metadata["conversation_id"] = chat_id
+            settings = changed_settings(values, self.client_settings)
             if settings:
                 request_metadata["lgos_settings"] = json.dumps(settings)
             if request_metadata:
-                request["metadata"] = request_metadata
+                base["metadata"] = request_metadata
+
+            waiting = pending.pop(chat_id, None) if chat_id else None
+            if waiting is not None:
+                # The review was dismissed earlier: this message is the answer to it.
+                review: Review | None = waiting
+                text = _content_text(input_items[-1]["content"]) if input_items else ""
+                request = waiting.answer_request(base, text.strip())
+                yield f"> **Your answer:** {text.strip()} · {_now()}\n\n"
+            else:
+                review = None
+                request = {**base, "input": input_items}
 
             while True:
-                if background:
-                    response = await self._run_in_background(request)
-                    for text in answer_texts(response):
-                        yield text
-                else:
-                    response = {}
-                    async for text, final in self._stream(request):
+                refused: str | None = None
+                response: dict[str, Any] = {}
+                try:
+                    async for text, final in self._respond(request, background):
                         if final is not None:
                             response = final
                         else:
                             yield text
-                async for note in self._sources_and_outcome(response):
-                    yield note
-                calls = interrupt_calls(response)
-                if not calls or response.get("status") != "completed":
-                    return
-                # The graph paused for review: ask in the browser, then resume with a new
-                # Response that answers each question by its call_id.
-                outputs = []
-                for call in calls:
-                    question, answer = await self._review(call)
-                    yield f"\n\n> **Review:** {question}\n"
-                    if answer is None:
-                        yield "> _No answer sent: the review is still pending on the server._\n"
-                        await self.status("Review left unanswered", done=True)
+                except LgosError as exc:
+                    if review is None or exc.status != 400:
+                        raise
+                    refused = str(exc)  # the graph refused the answer (a 400 on the resume)
+                failed = response.get("status") == "failed" and not answer_texts(response)
+                if review is not None and refused is None and failed:
+                    # A background continuation that failed with the graph's message.
+                    refused = (response.get("error") or {}).get("message") or "refused"
+                if refused is not None and review is not None:
+                    yield f"\n\n> **The answer was not accepted:** {refused}\n\n"
+                else:
+                    async for note in self._sources_and_outcome(response):
+                        yield note
+                    calls = interrupt_calls(response)
+                    if not calls or response.get("status") != "completed":
                         return
-                    yield f"> **Your answer:** {answer}\n\n"
-                    outputs.append(
-                        {
-                            "type": "function_call_output",
-                            "call_id": call["call_id"],
-                            "output": answer,
-                        }
-                    )
-                request = {
-                    **{k: v for k, v in request.items() if k != "input"},
-                    "previous_response_id": response["id"],
-                    "input": outputs,
-                }
+                    review = Review(response["id"], calls)
+                    yield review.card_markdown()
+                # The graph waits for a person: ask in the chat's question card.
+                answers = []
+                for call in review.calls:
+                    answer = await self._ask(call)
+                    if answer is None:
+                        if chat_id:
+                            pending[chat_id] = review
+                        yield (
+                            "\n\n_The review is still waiting. Answer it by replying with "
+                            f"{review.reply_hint()} in the chat._\n"
+                        )
+                        await self.status("Waiting for your review", done=True)
+                        return
+                    answers.append(answer)
+                    yield f"\n\n> **Your answer:** {answer} · {_now()}\n\n"
+                request = review.answer_request(base, *answers)
         except LgosError as exc:
             log.warning("LGOS request for %s failed: %s", self.model, exc)
             await self.status("Failed", done=True)
-            yield f"\n\n**LGOS error:** {exc}"
+            yield f"\n\n**LGOS error:** {exc}{self._settings_hint(exc)}"
         except httpx.HTTPError as exc:
             log.warning("LGOS at %s unreachable: %r", self.valves.base_url, exc)
             await self.status("Failed", done=True)
@@ -311,39 +530,106 @@ class _Turn:
                 await asyncio.shield(self._quiet_status("Stopped"))
             raise
 
+    def _settings_hint(self, exc: LgosError) -> str:
+        """Where to fix a refused setting, with the values the graph allows."""
+        if exc.param != "metadata.lgos_settings":
+            return ""
+        allowed = allowed_values(self.client_settings)
+        lines = [f"- **{key}**: {text}" for key, text in allowed.items() if key in str(exc)]
+        return "\n\nChange it under **Controls → Valves** (or set it back to Default)." + (
+            "\n\nAllowed:\n" + "\n".join(lines) if lines else ""
+        )
+
+    async def _respond(
+        self, request: dict[str, Any], background: bool
+    ) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
+        """One Response: yields (text, None) as the answer arrives, then ("", final)."""
+        if background:
+            response = await self._run_in_background(request)
+            for text in answer_texts(response):
+                yield text, None
+            yield "", response
+            return
+        async for text, final in self._stream(request):
+            yield text, final
+
     async def _model_info(self) -> dict[str, Any]:
         """Features and per-request settings the model advertises (empty if it has none)."""
         response = await self.client.get(f"/models/{self.model}")
         if response.status_code != 200:
-            raise LgosError(_error_message(response))
+            raise LgosError.from_response(response)
         info = response.json().get("lgos")
         if info is None:
             info = (await gateway_catalog(self.client)).get(self.model)
         return info or {}
 
     async def _run_in_background(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Create a background Response and poll it to a terminal status, with status events."""
+        """Create a background Response and follow it to a terminal status.
+
+        Created with `stream: true`, so the status line shows the step the graph reports; an
+        engine that cannot stream, or a stream that breaks, is polled instead.
+        """
+        live = _LiveStatus(self)
+        try:
+            async with self.client.stream(
+                "POST", "/responses", json={**request, "background": True, "stream": True}
+            ) as http:
+                if http.status_code == 400:
+                    await http.aread()
+                    error = LgosError.from_response(http)
+                    if error.param != "stream":
+                        raise error
+                    return await self._poll(await self._create_polled(request), live)
+                if http.status_code != 200:
+                    await http.aread()
+                    raise LgosError.from_response(http)
+                try:
+                    async for event in _sse_events(http):
+                        kind = event.get("type")
+                        if kind == "response.created":
+                            self.active_id = event["response"]["id"]
+                            await live.start(event["response"])
+                        elif kind in ("response.queued", "response.in_progress"):
+                            live.state = event["response"]["status"]
+                            await live.show()
+                        elif kind == "response.output_item.done" and _is_commentary(event["item"]):
+                            live.step = " ".join(answer_texts_of_item(event["item"]))
+                            await live.show()
+                        elif kind in TERMINAL_EVENTS:
+                            final: dict[str, Any] = event["response"]
+                            self.active_id = None
+                            await live.finish(final)
+                            return final
+                except httpx.HTTPError as exc:
+                    log.info("background stream broke (%r): polling instead", exc)
+            if not self.active_id:
+                raise LgosError("the background stream ended before the run was created")
+            polled = await self.client.get(f"/responses/{self.active_id}")
+            if polled.status_code != 200:
+                raise LgosError.from_response(polled)
+            return await self._poll(polled.json(), live)
+        finally:
+            live.stop()
+
+    async def _create_polled(self, request: dict[str, Any]) -> dict[str, Any]:
         created = await self.client.post("/responses", json={**request, "background": True})
         if created.status_code != 200:
-            raise LgosError(_error_message(created))
-        response = created.json()
+            raise LgosError.from_response(created)
+        response: dict[str, Any] = created.json()
+        return response
+
+    async def _poll(self, response: dict[str, Any], live: "_LiveStatus") -> dict[str, Any]:
         self.active_id = response["id"]
-        # The id stays in the status history: it is what an operator looks up on the server.
-        await self.status(f"Started background run {response['id']}")
-        polls = 0
+        await live.start(response)
         while response["status"] not in TERMINAL:
-            label = "Queued" if response["status"] == "queued" else "Running"
-            await self.status(
-                f"{label} in the background ({polls * self.valves.poll_interval_seconds:.0f} s)"
-            )
-            await asyncio.sleep(self.valves.poll_interval_seconds)
-            polls += 1
+            await asyncio.sleep(self.valves.poll_interval_seconds)  # polling interval
             polled = await self.client.get(f"/responses/{response['id']}")
             if polled.status_code != 200:
-                raise LgosError(_error_message(polled))
+                raise LgosError.from_response(polled)
             response = polled.json()
+            live.state = response["status"]
         self.active_id = None
-        await self._commentary(response)
+        await live.finish(response)
         return response
 
     async def _stream(
@@ -356,7 +642,7 @@ class _Turn:
         ) as http:
             if http.status_code != 200:
                 await http.aread()
-                raise LgosError(_error_message(http))
+                raise LgosError.from_response(http)
             await self.status("Running")
             async for event in _sse_events(http):
                 kind = event.get("type")
@@ -369,43 +655,36 @@ class _Turn:
                         yield event["delta"], None
                 elif kind == "response.output_item.done":
                     item = event["item"]
-                    if item.get("type") == "message" and item.get("phase") == "commentary":
+                    if _is_commentary(item):
                         await self.status(" ".join(answer_texts_of_item(item)))
-                elif kind in ("response.completed", "response.failed", "response.incomplete"):
+                elif kind in TERMINAL_EVENTS:
                     yield "", event["response"]
                     return
                 elif kind == "error":
                     raise LgosError(event.get("message") or json.dumps(event))
         raise LgosError("the stream ended without a terminal event")
 
-    async def _commentary(self, response: dict[str, Any]) -> None:
-        """Progress messages of a finished background run, as status lines."""
-        for item in response.get("output") or []:
-            if item.get("type") == "message" and item.get("phase") == "commentary":
-                await self.status(" ".join(answer_texts_of_item(item)))
-
     async def _sources_and_outcome(self, response: dict[str, Any]) -> AsyncIterator[str]:
         """Citations as Open WebUI sources; failures and cancellations as readable text."""
-        messages = [item for item in response.get("output") or [] if item.get("type") == "message"]
-        for item in messages:
-            for part in item.get("content") or []:
-                for note in part.get("annotations") or []:
-                    if note.get("type") == "url_citation" and self._emit:
-                        title = note.get("title") or note["url"]
-                        await self._emit(
-                            {
-                                "type": "source",
-                                "data": {
-                                    "source": {"name": title, "url": note["url"]},
-                                    "document": [title],
-                                    "metadata": [{"source": note["url"], "name": title}],
-                                },
-                            }
-                        )
+        if self._emit:
+            # In the order of the report's own numbers: Open WebUI's chip [n] opens the n-th
+            # source it was given, so source n must be document n.
+            for number, title, url in numbered_sources(response):
+                await self._emit(
+                    {
+                        "type": "source",
+                        "data": {
+                            "source": {"name": title, "url": url, "id": url},
+                            "document": [f"[{number}] {title}"],
+                            "metadata": [{"source": url, "name": title}],
+                        },
+                    }
+                )
         status = response.get("status")
         if status == "completed":
             paused = bool(interrupt_calls(response))
-            await self.status("Waiting for your review" if paused else "Done", done=not paused)
+            if not paused:
+                await self.status("Done", done=True)
         elif status == "failed":
             error = response.get("error") or {}
             await self.status("Failed", done=True)
@@ -418,64 +697,33 @@ class _Turn:
             await self.status("Incomplete", done=True)
             yield f"\n\n_The answer is incomplete ({reason})._"
 
-    async def _review(self, call: dict[str, Any]) -> tuple[str, str | None]:
-        """Ask the user one review question in an Open WebUI dialog.
+    async def _ask(self, call: dict[str, Any]) -> str | None:
+        """Ask one review question in Open WebUI's in-chat question card.
 
-        Returns the question and the answer, or None when nothing should be sent (no browser
-        session, or a free-text dialog was cancelled): the graph then stays paused.
+        Returns the answer, or None when nothing should be sent: the card was dismissed
+        (Cancel), it timed out, or there is no browser session. The graph then stays paused.
         """
-        try:
-            args = json.loads(call.get("arguments") or "{}")
-        except ValueError:
-            args = {"question": call.get("arguments")}
-        if not isinstance(args, dict):
-            args = {"question": str(args)}
-        question = str(args.get("question") or "The graph asks for your review.")
-        choices = [str(choice) for choice in args.get("choices") or []]
-        # The graph also takes free text (feedback) besides its choices.
-        allow_other = bool(args.get("allow_other"))
-        # Everything else the graph sent (e.g. the draft report) is shown in the dialog.
-        details = "\n\n".join(
-            f"**{key.capitalize()}:**\n\n{value}"
-            for key, value in args.items()
-            if key not in ("question", "choices", "allow_other")
-        )
+        question = ReviewQuestion.parse(call)
         await self.status("Waiting for your review")
         if self._call is None:
-            return question, None
-
-        by_lower = {choice.lower(): choice for choice in choices}
-        if set(by_lower) == {"approve", "reject"} and not allow_other:
-            # A yes/no review fits Open WebUI's confirmation dialog: Confirm approves and
-            # Cancel (or Escape, or a click outside) rejects.
-            result = await self._call(
-                {
-                    "type": "confirmation",
-                    "data": {
-                        "title": question,
-                        "message": f"{details}\n\n**Confirm** approves, **Cancel** rejects.",
-                    },
-                }
-            )
-            if isinstance(result, dict):  # {"error": ...}: the browser session went away
-                return question, None
-            return question, by_lower["approve"] if result is True else by_lower["reject"]
-
-        # Other questions: a select box over the graph's choices, or a text box (which also
-        # takes one of the choices, typed).
-        # An empty message would make Open WebUI show its generic "cannot be undone" text.
-        hint = "**Cancel** sends nothing: the graph stays paused."
-        data: dict[str, Any] = {"title": question, "placeholder": "Your answer"}
-        if choices and not allow_other:
-            data.update(type="select", options=choices, value=choices[0])
-        elif choices:
-            data["placeholder"] = f"{' or '.join(choices)}, or your own answer"
-            hint = f"Type {' or '.join(f'**{c}**' for c in choices)}, or your own answer. {hint}"
-        data["message"] = f"{details}\n\n{hint}" if details else hint
-        result = await self._call({"type": "input", "data": data})
-        if not isinstance(result, str) or not result.strip():
-            return question, None
-        return question, result.strip()
+            return None
+        result = await self._call(
+            {
+                "type": "request:user_input",
+                "data": {
+                    "questions": [question.card()],
+                    "allow_other": question.allow_other,
+                    "timeout_ms": REVIEW_CARD_TIMEOUT_MS,
+                },
+            }
+        )
+        if not isinstance(result, dict) or result.get("status") != "answered":
+            return None  # dismissed, timed out or the session went away: never an answer
+        picked = (result.get("answers") or {}).get(question.call_id) or {}
+        if picked.get("type") == "option":
+            return question.choice_for(str(picked.get("label") or ""))
+        text = str(picked.get("text") or "").strip()
+        return text or None
 
     async def _quiet_status(self, description: str) -> None:
         try:
@@ -491,6 +739,44 @@ class _Turn:
             await self.status("Cancelled", done=True)
         except Exception as exc:
             log.warning("could not cancel %s: %s", response_id, exc)
+
+
+class _LiveStatus:
+    """The status line of one background run: its state, a timer from the Response's
+    created_at, and the step the graph last reported."""
+
+    def __init__(self, turn: _Turn) -> None:
+        self.turn = turn
+        self.created_at = time.time()
+        self.state = "queued"
+        self.step = ""
+        self.ticker: asyncio.Task[None] | None = None
+
+    async def start(self, response: dict[str, Any]) -> None:
+        self.created_at = response.get("created_at") or self.created_at
+        self.state = response.get("status") or self.state
+        await self.turn.status(f"Started background run {response['id']}")
+        await self.show()
+        if self.ticker is None:
+            self.ticker = asyncio.create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(1)  # the timer's resolution, not coordination
+            await self.show()
+
+    async def show(self) -> None:
+        await self.turn.status(progress_line(self.state, time.time() - self.created_at, self.step))
+
+    async def finish(self, response: dict[str, Any]) -> None:
+        self.stop()
+        if response.get("status") == "completed" and interrupt_calls(response):
+            await self.turn.status("Waiting for your review")
+
+    def stop(self) -> None:
+        if self.ticker is not None:
+            self.ticker.cancel()
+            self.ticker = None
 
 
 def answer_texts_of_item(item: dict[str, Any]) -> list[str]:

@@ -39,12 +39,28 @@ export WEBUI_AUTH="${WEBUI_AUTH:-false}"
 # database on the first one.
 export ENABLE_PERSISTENT_CONFIG=false
 
+# Open WebUI keeps its data in SQLite under DATA_DIR unless OPENWEBUI_DATABASE_URL says
+# otherwise; a DATABASE_URL meant for another program (Chainlit's) must not redirect it.
+if [[ -n "${OPENWEBUI_DATABASE_URL:-}" ]]; then
+    export DATABASE_URL="$OPENWEBUI_DATABASE_URL"
+else
+    unset DATABASE_URL
+fi
+
 # A new chat opens on this model (the Pipe names its models "lgos.<graph>").
 export DEFAULT_MODELS="${OPENWEBUI_DEFAULT_MODEL:-lgos.simple-graph}"
 
 # Plain OpenAI connection to the same server: graphs without human review also work as
 # ordinary models; the LGOS Pipe (installed by sync.py) adds background runs and review.
 export ENABLE_OLLAMA_API=false
-export ENABLE_OPENAI_API=true OPENAI_API_BASE_URL="$lgos_base_url" OPENAI_API_KEY="$lgos_api_key"
+# Open WebUI's own OpenAI connection lists every graph a second time, without the Pipe: no
+# background runs, no review card, no settings. Off, so every model in the list is a Pipe model
+# ("LGOS: ..."); OPENWEBUI_PLAIN_CONNECTION=true brings the plain entries back.
+export ENABLE_OPENAI_API="${OPENWEBUI_PLAIN_CONNECTION:-false}"
+export OPENAI_API_BASE_URL="$lgos_base_url" OPENAI_API_KEY="$lgos_api_key"
+
+# No generic suggestions ("fun fact about the Roman Empire"): each LGOS model brings its own
+# starter prompts (demo/starters.json, installed by sync.py).
+export DEFAULT_PROMPT_SUGGESTIONS="${DEFAULT_PROMPT_SUGGESTIONS:-[]}"
 
 exec "$here/.venv/bin/open-webui" serve --host "${OPENWEBUI_HOST:-127.0.0.1}" --port "${OPENWEBUI_PORT:-8080}"

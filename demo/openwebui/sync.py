@@ -10,7 +10,10 @@ again updates what it installed (it is idempotent):
    ``delay_seconds`` or ``audience`` in the chat's Controls panel) and creates or updates the
    function ``lgos``, makes it active and sets its valves (LGOS base URL and key);
 3. creates or updates one workspace model per graph (``lgos.<model>``) carrying the graph's
-   description, visible to every user, and removes the ones whose graph is gone.
+   description and its starter prompts (demo/starters.json), visible to every user, and
+   removes the ones whose graph is gone;
+4. marks the signed-in admin as having seen this version's "What's New" notes, so the first
+   page is the chat, not a changelog modal.
 
 Only the standard library is used, so any Python 3.11 runs it (the lgos environment, Open
 WebUI's environment, or a bare interpreter).
@@ -30,6 +33,7 @@ from typing import Any
 
 FUNCTION_ID = "lgos"  # Open WebUI names the models "<function id>.<LGOS model id>"
 PIPE_SOURCE = Path(__file__).with_name("lgos_pipe.py")
+STARTERS = Path(__file__).parents[1] / "starters.json"
 # The Pipe source marks where the per-graph setting valves go.
 SETTINGS_BLOCK = re.compile(r"( *)# lgos-settings: begin\n.*?# lgos-settings: end\n", re.S)
 # Marks the workspace models this command owns, so that it only ever deletes its own.
@@ -119,18 +123,23 @@ def settings_fields(models: list[dict[str, Any]]) -> str:
         py_type = JSON_TYPES.get(schema.get("type", "string"), "str")
         # Open WebUI shows the field's title above this text, so the title is not repeated.
         parts = [schema["description"].rstrip(". ")] if schema.get("description") else []
-        if schema.get("enum"):
-            parts.append(f"One of: {', '.join(map(str, schema['enum']))}")
+        if "minimum" in schema and "maximum" in schema:
+            parts.append(f"Allowed: {schema['minimum']} to {schema['maximum']}")
+        elif "minimum" in schema or "maximum" in schema:
+            bound = schema.get("minimum", schema.get("maximum"))
+            parts.append(f"Allowed: {bound} {'or more' if 'minimum' in schema else 'at most'}")
         parts.append("Default: the graph's own")
         parts.append(f"Used by {', '.join(field['used_by'])}")
         description = ". ".join(parts) + "."
-        bounds = "".join(
-            f", {arg}={schema[name]!r}"
-            for name, arg in (("minimum", "ge"), ("maximum", "le"))
-            if name in schema and py_type in ("int", "float")
-        )
+        # No bounds on the valve itself: Open WebUI would refuse to save an out-of-range value
+        # with a bare "Error updating function user valves". LGOS refuses it on the next run
+        # with its own message, which the Pipe shows next to the allowed values.
+        extra = ""
+        if schema.get("enum"):
+            # A top-level `enum` makes Open WebUI draw a select with exactly these values.
+            extra = f", json_schema_extra={{'enum': {list(schema['enum'])!r}}}"
         lines.append(
-            f"{key}: {py_type} | None = Field(default=None{bounds}, description={description!r})"
+            f"{key}: {py_type} | None = Field(default=None{extra}, description={description!r})"
         )
     return "\n".join(lines)
 
@@ -175,11 +184,20 @@ def install_function(
     call("POST", f"{url}/api/v1/functions/id/{function_id}/valves/update", valves, token)
 
 
+def load_starters() -> dict[str, list[dict[str, str]]]:
+    try:
+        data: dict[str, list[dict[str, str]]] = json.loads(STARTERS.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data
+
+
 def install_models(
     url: str, token: str, models: list[dict[str, Any]], function_id: str = FUNCTION_ID
 ) -> list[str]:
     """One workspace model per graph, readable by every user; stale ones removed."""
     installed = []
+    starters = load_starters()
     for model in models:
         lgos = model.get("lgos") or {}
         features = ", ".join(lgos.get("features") or []) or "chat"
@@ -194,6 +212,12 @@ def install_models(
                 "description": f"{description} [{features}]",
                 OWNER_MARK: True,
                 "capabilities": {"vision": False, "file_upload": False, "citations": True},
+                # The prompts offered on an empty chat with this model.
+                "suggestion_prompts": [
+                    {"title": [entry["label"], entry["message"]], "content": entry["message"]}
+                    for entry in starters.get(model["id"], [])
+                ]
+                or None,
             },
             "params": {},
             "access_grants": [
@@ -215,6 +239,14 @@ def install_models(
         if mine and model["id"] not in installed:
             call("POST", f"{url}/api/v1/models/model/delete", {"id": model["id"]}, token)
     return installed
+
+
+def skip_whats_new(url: str, token: str) -> None:
+    """Record that the admin has seen this version's changelog, so it does not pop up."""
+    version = call("GET", f"{url}/api/config", token=token).get("version")
+    current = call("GET", f"{url}/api/v1/users/user/settings", token=token) or {}
+    ui = {**(current.get("ui") or {}), "version": version}
+    call("POST", f"{url}/api/v1/users/user/settings/update", {**current, "ui": ui}, token)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         args.function_id,
     )
     installed = install_models(url, token, models, args.function_id)
+    skip_whats_new(url, token)
     print(f"openwebui: function {args.function_id!r} active; models: {', '.join(installed)}")
     return 0
 

@@ -86,7 +86,6 @@ def litellm_target(stack_manager: StackManager) -> Target:
         base_url=url,
         api_key=key,
         encodes_ids=True,
-        strict_streams=False,
         native_errors=False,
         idempotency_styles=litellm_styles(),
         api_url=api,

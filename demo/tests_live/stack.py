@@ -8,25 +8,20 @@ When no base URL is given, the suites bring up what they need themselves:
 * one ``lgos worker`` when the background engine needs workers (DBOS),
 * the LiteLLM proxy from ``demo/litellm`` in front of the API.
 
-Every process gets its own session so it can be stopped by its process id,
-and its output goes to a log file that is printed when it fails to start.
+Every process is a `tests.support.processes.Process` in a session of its own, so it is
+stopped with its children; its output goes to a log file and is shown when it fails to start.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import signal
-import socket
 import subprocess
-import sys
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+from tests.support.processes import LGOS, Process, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 LITELLM_DIR = REPO / "demo" / "litellm"
@@ -39,57 +34,6 @@ LITELLM_DEV_KEY = "sk-lgos-dev-not-a-secret"
 # Generous: LiteLLM imports for ~11 s on an idle 2-core machine and about
 # twice that while other work runs.
 START_TIMEOUT = float(os.environ.get("DEMO_STACK_START_TIMEOUT") or "180")
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def lgos_command() -> list[str]:
-    """The `lgos` console script of the environment running the tests."""
-    script = Path(sys.executable).with_name("lgos")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("lgos")
-    if found is None:
-        raise RuntimeError("the `lgos` command is not installed in this environment")
-    return [found]
-
-
-@dataclass
-class Process:
-    """One started process and its log file."""
-
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def tail(self, lines: int = 60) -> str:
-        try:
-            text = self.log.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def stop(self) -> None:
-        """SIGTERM the process group we created, then SIGKILL after a grace period."""
-        if not self.alive():
-            return
-        pgid = self.popen.pid  # start_new_session=True: the pid is the group id
-        try:
-            os.killpg(pgid, signal.SIGTERM)
-            self.popen.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(pgid, signal.SIGKILL)
-            self.popen.wait(timeout=15)
-        except ProcessLookupError:
-            pass
 
 
 @dataclass
@@ -107,37 +51,16 @@ class LocalStack:
 
     # ------------------------------------------------------------ processes
     def spawn(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path = REPO) -> Process:
-        log = self.workdir / f"{name}.log"
-        with log.open("wb") as out:
-            popen = subprocess.Popen(
-                cmd,
-                cwd=cwd,
-                env={**os.environ, **env},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        proc = Process(name, popen, log)
+        proc = Process(
+            cmd,
+            env={**os.environ, **env},
+            cwd=cwd,
+            log=self.workdir / f"{name}.log",
+            name=name,
+            own_group=True,
+        )
         self.processes.append(proc)
         return proc
-
-    def wait_http(self, proc: Process, url: str, headers: dict[str, str] | None = None) -> None:
-        """Poll `url` until it answers 200, the process dies, or time runs out."""
-        deadline = time.monotonic() + START_TIMEOUT
-        last = "no answer"
-        while time.monotonic() < deadline:
-            if not proc.alive():
-                raise RuntimeError(f"{proc.name} exited early:\n{proc.tail()}")
-            try:
-                resp = httpx.get(url, headers=headers, timeout=5)
-                if resp.status_code == 200:
-                    return
-                last = f"HTTP {resp.status_code}"
-            except httpx.HTTPError as exc:
-                last = repr(exc)
-            time.sleep(0.25)
-        raise RuntimeError(f"{proc.name} not ready at {url} ({last}):\n{proc.tail()}")
 
     # ------------------------------------------------------------- database
     def psql(self, sql: str) -> None:
@@ -173,21 +96,21 @@ class LocalStack:
         port = free_port()
         api = self.spawn(
             "api",
-            [*lgos_command(), "serve", REGISTRY, "--host", "127.0.0.1", "--port", str(port)],
+            [LGOS, "serve", REGISTRY, "--host", "127.0.0.1", "--port", str(port)],
             env,
         )
         self.api_url = f"http://127.0.0.1:{port}/v1"
-        self.wait_http(api, f"{self.api_url}/models")
+        api.wait_http(f"{self.api_url}/models", START_TIMEOUT)
         if self.background not in ("memory", "none"):
             worker = self.spawn(
                 "worker",
-                [*lgos_command(), "worker", REGISTRY],
+                [LGOS, "worker", REGISTRY],
                 {**env, "LGOS_WORKER_ID": f"live-{uuid.uuid4().hex[:8]}"},
             )
             # A worker has no HTTP port: the background tests prove it runs jobs,
             # and `diagnostics()` shows its log when one of them times out.
             if not worker.alive():
-                raise RuntimeError(f"worker exited early:\n{worker.tail()}")
+                raise RuntimeError(f"worker exited early:\n{worker.output()}")
 
     def start_litellm(self) -> None:
         subprocess.run(["bash", str(LITELLM_DIR / "setup.sh")], check=True)
@@ -201,17 +124,14 @@ class LocalStack:
         proxy = self.spawn("litellm", ["bash", str(LITELLM_DIR / "run.sh")], env)
         self.gateway_url = f"http://127.0.0.1:{port}/v1"
         # Readiness, not just liveliness: the model list is loaded from the config.
-        self.wait_http(
-            proxy,
-            f"http://127.0.0.1:{port}/health/readiness",
-        )
+        proxy.wait_http(f"http://127.0.0.1:{port}/health/readiness", START_TIMEOUT)
 
     def diagnostics(self) -> str:
         """The last log lines of every process, for failure messages."""
         parts = []
         for proc in self.processes:
             state = "running" if proc.alive() else f"exited {proc.popen.returncode}"
-            parts.append(f"--- {proc.name} ({state}) ---\n{proc.tail(30)}")
+            parts.append(f"--- {proc.name} ({state}) ---\n{proc.output(30)}")
         return "\n".join(parts)
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-import httpx
+import httpx2
 import openai
 import pytest
 from openai import OpenAI
@@ -59,7 +59,7 @@ def lgos_metadata(target: Target, model: str) -> dict[str, Any] | None:
 
 def api_metadata(api_url: str, model: str) -> dict[str, Any]:
     """The metadata the LGOS API itself publishes for `model`."""
-    resp = httpx.get(f"{api_url}/models/{model}", timeout=30)
+    resp = httpx2.get(f"{api_url}/models/{model}", timeout=30)
     resp.raise_for_status()
     return dict(resp.json()["lgos"])
 
@@ -130,7 +130,7 @@ class ApiSuite:
 
         parts: list[str] = []
         finish = None
-        stream = target.client(streaming=True).chat.completions.create(
+        stream = target.client().chat.completions.create(
             model=target.model(CHAT_MODEL), messages=messages, stream=True
         )
         for chunk in stream:
@@ -163,7 +163,7 @@ class ApiSuite:
         assert whole.status == "completed"
         assert whole.output_text
 
-        streamer = target.client(streaming=True)
+        streamer = target.client()
         events = list(
             streamer.responses.create(model=target.model(CHAT_MODEL), input=prompt, stream=True)
         )
@@ -180,7 +180,7 @@ class ApiSuite:
         self, target: Target, client: OpenAI
     ) -> None:
         events = list(
-            target.client(streaming=True).responses.create(
+            target.client().responses.create(
                 model=target.model("status-events"), input="Prepare the media", stream=True
             )
         )
@@ -208,7 +208,7 @@ class ApiSuite:
     def test_multi_node_answer_streams_in_order(self, target: Target, client: OpenAI) -> None:
         whole = client.responses.create(model=target.model("multi-node-streaming"), input="go")
         events = list(
-            target.client(streaming=True).responses.create(
+            target.client().responses.create(
                 model=target.model("multi-node-streaming"), input="go", stream=True
             )
         )

@@ -168,7 +168,7 @@ class BackgroundSuite:
     def test_background_stream_runs_to_the_end(self, target: Target) -> None:
         prompt = unique_prompt("stream it")
         events = list(
-            target.client(streaming=True).responses.create(
+            target.client().responses.create(
                 model=target.model(BACKGROUND_MODEL),
                 input=prompt,
                 background=True,
@@ -183,6 +183,28 @@ class BackgroundSuite:
         assert final.output_text.endswith(f"Background report for: {prompt}")
         done = target.poll(target.client(), final.id)
         assert done.status == "completed"
+
+    def test_background_stream_replays_and_resumes(self, target: Target) -> None:
+        """A client that lost its stream reads it again (`retrieve(stream=True)`), or from
+        where it was (`starting_after`): through LiteLLM from 1.110 on too."""
+        client = target.client(streaming=True)
+        created = list(
+            client.responses.create(
+                model=target.model(BACKGROUND_MODEL),
+                input=unique_prompt("replay it"),
+                background=True,
+                stream=True,
+                metadata=settings(delay_seconds=0),
+            )
+        )
+        final = created[-1].response  # type: ignore[union-attr]
+        replay = list(client.responses.retrieve(final.id, stream=True))
+        assert [e.type for e in replay] == [e.type for e in created]
+        assert replay[-1].response.output_text == final.output_text  # type: ignore[union-attr]
+        resumed = list(client.responses.retrieve(final.id, stream=True, starting_after=2))
+        assert [e.sequence_number for e in resumed] == [
+            e.sequence_number for e in created if e.sequence_number > 2
+        ]
 
     # ----------------------------------------------------- what is rejected
     def test_background_on_a_model_without_background_support_is_rejected(

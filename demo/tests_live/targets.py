@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpx2
 from openai import OpenAI
 from openai.types.responses import Response
 
@@ -50,9 +50,6 @@ class Target:
     api_key: str
     # Strict SDK validation where the gateway passes OpenAI shapes unchanged.
     strict: bool = True
-    # LiteLLM replaces `usage: null` in Responses stream events with its own
-    # count lacking input/output_tokens_details, which the strict SDK rejects.
-    strict_streams: bool = True
     # LiteLLM re-encodes Response ids; compare decoded ids.
     encodes_ids: bool = False
     # Bifrost: provider for lifecycle calls (?provider=...) and model prefix.
@@ -67,14 +64,14 @@ class Target:
     # Log tails of locally started processes, for failure messages.
     diagnostics: Callable[[], str] = lambda: ""
 
-    def client(self, streaming: bool = False) -> OpenAI:
+    def client(self) -> OpenAI:
         """A new SDK client: no retries, so every status the server sends is seen."""
         return OpenAI(
             base_url=self.base_url,
             api_key=self.api_key,
             max_retries=0,
             timeout=60,
-            _strict_response_validation=self.strict_streams if streaming else self.strict,
+            _strict_response_validation=self.strict,
         )
 
     def model(self, name: str) -> str:
@@ -87,8 +84,8 @@ class Target:
         """Extra kwargs for retrieve/cancel (Bifrost picks the provider from the query)."""
         return {"extra_query": {"provider": self.provider}} if self.provider else {}
 
-    def http(self) -> httpx.Client:
-        return httpx.Client(
+    def http(self) -> httpx2.Client:
+        return httpx2.Client(
             base_url=self.base_url,
             headers={"Authorization": f"Bearer {self.api_key}"},
             timeout=60,
@@ -116,10 +113,11 @@ def direct_styles() -> dict[str, Callable[[str], dict[str, Any]]]:
 
 
 def litellm_styles() -> dict[str, Callable[[str], dict[str, Any]]]:
-    # LiteLLM never forwards a plain Idempotency-Key header. It forwards x-*
-    # headers (forward_client_headers_to_llm_api) and turns a body field
-    # `extra_headers` into upstream headers.
+    # LiteLLM forwards only x-* client headers (forward_client_headers_to_llm_api)
+    # and turns a body field `extra_headers` into upstream headers; the demo's
+    # hook (demo/litellm/idempotency_key.py) passes a plain Idempotency-Key on.
     return {
+        "Idempotency-Key": lambda k: {"extra_headers": {"Idempotency-Key": k}},
         "body extra_headers": lambda k: {"extra_body": {"extra_headers": {"Idempotency-Key": k}}},
         "X-Idempotency-Key": lambda k: {"extra_headers": {"X-Idempotency-Key": k}},
     }

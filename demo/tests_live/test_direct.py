@@ -12,7 +12,7 @@ from .suite_api import ApiSuite
 from .suite_background import BackgroundSuite
 from .targets import Target
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
 
 
 class TestApiDirect(ApiSuite):

@@ -4,27 +4,26 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph.pregel import Pregel
 from opentelemetry import context as otel_context
 from opentelemetry import propagate
 
-from lgos import context
-from lgos.background.events import (
+from lgos.core import log_fields
+from lgos.core.background import (
     FIRST_WORKER_SEQUENCE,
     TERMINAL_EVENTS,
+    BackgroundJob,
     ResponseEventLog,
-    frame_event,
 )
-from lgos.background.protocol import BackgroundJob, RunStatus
-from lgos.errors import LgosError
-from lgos.registry import CompiledGraph, GraphConfig, GraphFeature, GraphRegistry
-from lgos.run.coordinator import RunCoordinator
+from lgos.core.coordinator import RunCoordinator
+from lgos.core.errors import LgosError
+from lgos.core.registry import CompiledGraph, GraphConfig, GraphFeature, GraphRegistry
 from lgos.service import responses
-from lgos.wire import ids, responses_request
-from lgos.wire.errors import SERVER_ERROR_MESSAGE
-from lgos.wire.responses import ResponsesStream, failure
+from lgos.wire import ids, responses_decoder
+from lgos.wire.responses_encoder import ResponsesStream, failure
 
 logger = logging.getLogger("lgos.background")
 
@@ -79,10 +78,10 @@ class DurableRuns:
         return graph.with_config({"configurable": {_DURABILITY_KEY: "sync"}})
 
 
-def prepare_job(
+def _prepare(
     job: BackgroundJob, engine_run_id: str, registry: GraphRegistry
 ) -> responses.PreparedResponse:
-    decoded = responses_request.decode(job.request)
+    decoded = responses_decoder.decode(job.request)
     if job.history:
         decoded = decoded.with_history(job.history, replay_from=job.replay_from)
     turn = responses.Turn(
@@ -92,13 +91,16 @@ def prepare_job(
         checkpoint_id=job.checkpoint_id,
         replay_from=job.replay_from,
     )
-    return responses.prepare(
+    prepared = responses.prepare(
         registry,
         decoded,
         response_id=str(ids.RunResponseId(job.run_id, engine_run_id)),
         run_id=job.run_id,
         turn=turn,
     )
+    # Every snapshot of the Response, queued or final, shows when it was created.
+    echo = dataclasses.replace(prepared.echo, created_at=job.created_at)
+    return dataclasses.replace(prepared, echo=echo)
 
 
 async def execute_background_job(
@@ -111,7 +113,7 @@ async def execute_background_job(
 ) -> dict[str, Any]:
     """Run a job and return its Response JSON.
 
-    A job created with `stream: true` runs with streaming when `events` is given: every SSE
+    A job created with `stream: true` runs with streaming when `events` is given: every stream
     event goes to the log as it is produced, and the Response JSON is that of the terminal
     event.
 
@@ -121,7 +123,7 @@ async def execute_background_job(
     last checkpoint when the graph has one (always, with `durable`), so finished nodes do
     not run again.
     """
-    token = context.bind(
+    token = log_fields.bind(
         request_id=job.request_id, model=job.model, run_id=job.run_id, engine_run_id=engine_run_id
     )
     # The workflow span continues the creating request's trace across the queue.
@@ -129,8 +131,8 @@ async def execute_background_job(
     try:
         if durable is not None:
             registry = durable.registry(registry)
-        prepared = prepare_job(job, engine_run_id, registry)
-        context.add(response_id=prepared.context.id)
+        prepared = _prepare(job, engine_run_id, registry)
+        log_fields.add(response_id=prepared.echo.id)
         try:
             if job.stream and events is not None:
                 return await _execute_streaming(job, engine_run_id, registry, prepared, events)
@@ -139,13 +141,13 @@ async def execute_background_job(
             )
         except LgosError as error:
             logger.info("background.request_rejected", extra={"code": error.code})
-            return prepared.context.snapshot("failed", error=failure(error.message))
+            return prepared.echo.snapshot("failed", error=failure(error.message))
         except Exception:
             logger.exception("background.run_failed")
-            return prepared.context.snapshot("failed", error=failure(SERVER_ERROR_MESSAGE))
+            return prepared.echo.snapshot("failed", error=failure())
     finally:
         otel_context.detach(trace_token)
-        context.reset(token)
+        log_fields.reset(token)
 
 
 async def _execute_streaming(
@@ -162,31 +164,33 @@ async def _execute_streaming(
         final: dict[str, Any] = written[-1]["response"]
         return final
     sequence = written[-1]["sequence_number"] + 1 if written else FIRST_WORKER_SEQUENCE
-    stream = ResponsesStream(prepared.context, sequence=sequence)
+    stream = ResponsesStream(prepared.echo, sequence=sequence)
     if not written:
-        await events.append(engine_run_id, [frame_event(stream.in_progress())])
+        await events.append(engine_run_id, [stream.in_progress()])
     result: dict[str, Any] | None = None
     async for batch in responses.stream_run(
         registry, prepared, stream, scope=job.owner_scope, continue_existing=True
     ):
-        payloads = [frame_event(frame) for frame in batch]
-        await events.append(engine_run_id, payloads)
-        for payload in payloads:
-            if payload["type"] in TERMINAL_EVENTS:
-                result = payload["response"]
+        await events.append(engine_run_id, batch)
+        for event in batch:
+            if event["type"] in TERMINAL_EVENTS:
+                result = event["response"]
     if result is None:  # the run ended without a terminal event: never expected
-        return prepared.context.snapshot("failed", error=failure(SERVER_ERROR_MESSAGE))
+        return prepared.echo.snapshot("failed", error=failure())
     return result
 
 
-def placeholder_snapshot(
-    job: BackgroundJob, engine_run_id: str, status: RunStatus
-) -> dict[str, Any]:
-    """The Response for a run without a stored result (queued, running, cancelled, lost)."""
-    decoded = responses_request.decode(job.request)
-    response = responses.response_context(
-        decoded, str(ids.RunResponseId(job.run_id, engine_run_id))
-    )
-    if status == "failed":
-        return response.snapshot("failed", error=failure(SERVER_ERROR_MESSAGE))
-    return response.snapshot(status)
+@dataclass(frozen=True, slots=True)
+class JobExecutor:
+    """What a worker process runs jobs with, whatever its engine: the registry, durable runs
+    and the event log of streamed Responses. `lgos worker` builds one (`server.worker`) and
+    hands it to the engine's worker loop; the engine's task calls it once per job."""
+
+    registry: GraphRegistry
+    durable: DurableRuns | None = None
+    events: ResponseEventLog | None = None
+
+    async def __call__(self, job: BackgroundJob, engine_run_id: str) -> dict[str, Any]:
+        return await execute_background_job(
+            job, engine_run_id, self.registry, durable=self.durable, events=self.events
+        )

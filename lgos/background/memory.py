@@ -1,4 +1,5 @@
-"""An engine in the API process: for trials and tests. Runs die with the process."""
+"""An engine in the API process, and its event log: for trials and tests. Runs die with the
+process."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from lgos.background.events import InMemoryResponseEventLog
 from lgos.background.executor import execute_background_job
-from lgos.background.protocol import BackgroundJob, BackgroundRun
-from lgos.registry import GraphRegistry
+from lgos.core.background import BackgroundJob, BackgroundRun
+from lgos.core.event_log import InMemoryResponseEventLog
+from lgos.core.registry import GraphRegistry
 
 logger = logging.getLogger("lgos.background")
 
@@ -68,7 +69,7 @@ class InMemoryBackgroundBackend:
             await asyncio.gather(task, return_exceptions=True)
             # A task cancelled before it first ran never reached its own handlers.
             self._tasks.pop(run_id, None)
-            if self._runs[run_id].status in {"queued", "in_progress"}:
+            if not self._runs[run_id].terminal:
                 self._set(run_id, status="cancelled")
 
     def _set(self, run_id: str, **changes: Any) -> None:

@@ -6,8 +6,8 @@ from typing import Any
 
 from starlette.requests import Request
 
-from lgos.errors import InvalidRequestError
-from lgos.wire.validation import parse_json_object
+from lgos.core.errors import InvalidRequestError
+from lgos.wire.decoding import parse_json_object
 
 
 async def json_body(request: Request) -> dict[str, Any]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -16,27 +17,28 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from lgos import context
-from lgos.background.events import frame_event
-from lgos.background.protocol import BackgroundBackend
-from lgos.errors import LgosError, NotFoundError
-from lgos.http.background import BackgroundRoutes
+from lgos.core import log_fields
+from lgos.core.background import BackgroundBackend
+from lgos.core.errors import LgosError, NotFoundError
+from lgos.core.registry import GraphRegistry
+from lgos.core.stored import ResponseStore
+from lgos.core.stored_memory import InMemoryResponseStore
 from lgos.http.body import json_body
+from lgos.http.request_log import LoggedResponse
 from lgos.http.stateful import ConversationRoutes, StatefulRoutes
 from lgos.http.streaming import EventStreamResponse
-from lgos.registry import GraphRegistry
 from lgos.service import chat, responses
+from lgos.service.background import BackgroundResponses
 from lgos.service.conversations import Conversations
 from lgos.service.stateful import StatefulResponses
-from lgos.stored import InMemoryResponseStore, ResponseStore
-from lgos.wire import chat as chat_wire
+from lgos.wire import chat_decoder, responses_decoder
 from lgos.wire import models as models_wire
-from lgos.wire import responses_request
-from lgos.wire.errors import SERVER_ERROR_MESSAGE, error_body
+from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE, error_body
 
 logger = logging.getLogger("lgos.http")
 
-ScopeResolver = Callable[[Request], str | Awaitable[str]]
+# Resolves the server-trusted owner of a request (the authenticated tenant, say).
+OwnerScopeResolver = Callable[[Request], str | Awaitable[str]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 _SANE_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
@@ -80,13 +82,14 @@ def _request_id(request: Request) -> str:
     return uuid.uuid4().hex
 
 
-def guarded(endpoint: Endpoint) -> Endpoint:
-    """Request id, log fields, and OpenAI error envelopes around one endpoint. A 500 never
-    leaks internals: the details go to the log."""
+def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
+    """Request id, log fields, OpenAI error envelopes and the request's log record around one
+    endpoint. A 500 never leaks internals: the details go to the log."""
 
     async def handle(request: Request) -> Response:
+        started = time.perf_counter()
         request_id = _request_id(request)
-        token = context.bind(request_id=request_id)
+        token = log_fields.bind(request_id=request_id)
         try:
             response = await endpoint(request)
         except LgosError as error:
@@ -94,36 +97,38 @@ def guarded(endpoint: Endpoint) -> Endpoint:
         except Exception:
             logger.exception(
                 "http.request.failed",
-                extra={"http.request.method": request.method, "url.path": request.url.path},
+                extra={"http.request.method": request.method, "http.route": route},
             )
             response = server_error_response()
         finally:
-            fields = context.current()
-            context.reset(token)
-        if isinstance(response, EventStreamResponse):
-            response.headers.append((b"x-request-id", request_id.encode()))
-            response.log_fields = fields
-        else:
-            response.headers["x-request-id"] = request_id
-        return response
+            fields = log_fields.current()
+            log_fields.reset(token)
+        response.headers["x-request-id"] = request_id
+        return LoggedResponse(  # type: ignore[return-value]
+            response, fields, method=request.method, route=route, started=started, quiet=quiet
+        )
 
     return handle
 
 
+# The owner scope of every request when the host names none.
+SHARED_OWNER_SCOPE = "default"
+
+
 class OpenAIRoutes:
-    """The handlers, bound to one registry, scope resolver and background engine."""
+    """The handlers, bound to one registry, owner scope resolver and background engine."""
 
     def __init__(
         self,
         registry: GraphRegistry,
-        checkpoint_scope: ScopeResolver | None,
+        owner_scope: OwnerScopeResolver | None,
         background: BackgroundBackend | None,
         ping_interval: float = 15.0,
         store: ResponseStore | None = None,
         store_by_default: bool = True,
     ) -> None:
         self.registry = registry
-        self.checkpoint_scope = checkpoint_scope
+        self.owner_scope = owner_scope
         self.ping_interval = ping_interval
         self.stateful = StatefulResponses(
             store if store is not None else InMemoryResponseStore(),
@@ -131,19 +136,25 @@ class OpenAIRoutes:
             background,
             store_by_default=store_by_default,
         )
-        self.background = BackgroundRoutes(
-            registry, background, self.scope, ping_interval, stateful=self.stateful
+        self.background = BackgroundResponses(registry, background, stateful=self.stateful)
+        self.stored = StatefulRoutes(
+            self.stateful, self.retrieve_response, self.cancel_response, self.scope, ping_interval
         )
-        self.stored = StatefulRoutes(self.stateful, self.background, self.scope, ping_interval)
         self.conversations = ConversationRoutes(Conversations(self.stateful, registry), self.scope)
 
     async def scope(self, request: Request) -> str:
-        if self.checkpoint_scope is None:
-            return "default"
-        scope = self.checkpoint_scope(request)
+        if self.owner_scope is None:
+            return SHARED_OWNER_SCOPE
+        scope = self.owner_scope(request)
         if inspect.isawaitable(scope):
             scope = await scope
         return scope
+
+    def _send(self, result: dict[str, Any] | AsyncGenerator[bytes]) -> Response:
+        if isinstance(result, dict):
+            return JSON(result)
+        # A client that leaves a background stream stops reading only: the run goes on.
+        return EventStreamResponse(result, ping_interval=self.ping_interval)
 
     async def list_models(self, request: Request) -> Response:
         return JSON(models_wire.model_list(self.registry))
@@ -154,25 +165,31 @@ class OpenAIRoutes:
         return JSON(models_wire.model_object(model_id, config, detail=True))
 
     async def chat_completions(self, request: Request) -> Response:
-        decoded = chat_wire.decode(await json_body(request))
-        context.add(model=decoded.body.model, stream=decoded.stream)
+        decoded = chat_decoder.decode(await json_body(request))
+        log_fields.add(model=decoded.body.model, stream=decoded.stream)
         scope = await self.scope(request)
         if decoded.stream:
             frames = await chat.open_stream(
                 self.registry, decoded, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
             )
-            return EventStreamResponse(frames, ping_interval=self.ping_interval)  # type: ignore[return-value]
+            return EventStreamResponse(frames, ping_interval=self.ping_interval)
         return JSON(await chat.create(self.registry, decoded, scope=scope))
 
     async def create_response(self, request: Request) -> Response:
-        decoded = responses_request.decode(await json_body(request))
-        context.add(model=decoded.body.model, stream=decoded.stream)
+        decoded = responses_decoder.decode(await json_body(request))
+        log_fields.add(
+            model=decoded.body.model, stream=decoded.stream, background=decoded.background
+        )
         if decoded.background:
-            return await self.background.create(request, decoded)
+            key = responses_decoder.idempotency_key(request.headers, decoded)
+            scope = await self.scope(request)
+            return self._send(
+                await self.background.create(decoded, owner_scope=scope, idempotency_key=key)
+            )
         scope = await self.scope(request)
         decoded, turn = await self.stateful.resolve(decoded, scope)
         prepared = responses.prepare(self.registry, decoded, turn=turn)
-        context.add(response_id=prepared.context.id, run_id=prepared.plan.run_id)
+        log_fields.add(response_id=prepared.echo.id, run_id=prepared.plan.run_id)
         if decoded.stream:
             frames = await responses.open_stream(
                 self.registry,
@@ -181,7 +198,7 @@ class OpenAIRoutes:
                 patience=FIRST_EVENT_PATIENCE_SECONDS,
                 on_end=self._stream_end(prepared, scope),
             )
-            return EventStreamResponse(frames, ping_interval=self.ping_interval)  # type: ignore[return-value]
+            return EventStreamResponse(frames, ping_interval=self.ping_interval)
         response, checkpoint_id = await responses.run(self.registry, prepared, scope=scope)
         await self.stateful.remember(prepared, scope, response, checkpoint_id=checkpoint_id)
         return JSON(response)
@@ -191,13 +208,29 @@ class OpenAIRoutes:
         if not (turn.store or turn.conversation_id or prepared.plan.keep_thread):
             return None
 
-        async def remember(frames: list[bytes], checkpoint_id: str | None) -> None:
-            response = frame_event(frames[-1])["response"]
+        async def remember(events: list[dict[str, Any]], checkpoint_id: str | None) -> None:
+            response = events[-1]["response"]
             await self.stateful.remember(
-                prepared, scope, response, checkpoint_id=checkpoint_id, frames=frames
+                prepared, scope, response, checkpoint_id=checkpoint_id, events=events
             )
 
         return remember
+
+    async def retrieve_response(self, request: Request) -> Response:
+        query = responses_decoder.decode_retrieve_query(request.query_params)
+        result = await self.background.retrieve(
+            request.path_params["response_id"],
+            owner_scope=await self.scope(request),
+            stream=query.stream,
+            starting_after=query.starting_after,
+        )
+        return self._send(result)
+
+    async def cancel_response(self, request: Request) -> Response:
+        snapshot = await self.background.cancel(
+            request.path_params["response_id"], owner_scope=await self.scope(request)
+        )
+        return JSON(snapshot)
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -239,7 +272,12 @@ class OpenAIRoutes:
             ("/{path:path}", self.unknown_route, ["GET", "POST", "PUT", "PATCH", "DELETE"]),
         ]
         return [
-            Route(prefix + path, guarded(endpoint), methods=methods, include_in_schema=False)
+            Route(
+                prefix + path,
+                guarded(endpoint, prefix + path, quiet=path == "/health"),
+                methods=methods,
+                include_in_schema=False,
+            )
             for path, endpoint, methods in table
         ]
 

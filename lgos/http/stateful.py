@@ -3,51 +3,52 @@ Conversations API. Thin: the use cases are in `lgos.service.stateful` and `.conv
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from lgos import context
-from lgos.errors import InvalidRequestError
-from lgos.http.background import BackgroundRoutes, boolean_param, starting_after_param
+from lgos.core import log_fields
+from lgos.core.errors import InvalidRequestError
 from lgos.http.body import json_body
 from lgos.http.streaming import EventStreamResponse
 from lgos.service.conversations import Conversations
 from lgos.service.stateful import Page, StatefulResponses
-from lgos.wire import items
+from lgos.wire import items, responses_decoder
 from lgos.wire.sse import named_event
+
+# A route handler: what the background routes fall back to.
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 class StatefulRoutes:
+    """Stored Responses first; an id the store does not answer for (or a background
+    Response, whose result the engine holds) goes to the background routes."""
+
     def __init__(
         self,
         stateful: StatefulResponses,
-        background: BackgroundRoutes,
+        background_retrieve: Endpoint,
+        background_cancel: Endpoint,
         scope: Callable[[Request], Awaitable[str]],
         ping_interval: float = 15.0,
     ) -> None:
         self.stateful = stateful
-        self.background = background
+        self.background_retrieve = background_retrieve
+        self.background_cancel = background_cancel
         self.scope = scope
         self.ping_interval = ping_interval
 
     async def retrieve(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
-        context.add(response_id=response_id)
+        log_fields.add(response_id=response_id)
         record = await self.stateful.store.get_response(response_id, await self.scope(request))
         if record is None or record.background:
-            return await self.background.retrieve(request)
-        stream = boolean_param(request, "stream")
-        after = starting_after_param(request)
-        if after is not None and not stream:
-            raise InvalidRequestError(
-                "'starting_after' is only allowed with 'stream=true'.",
-                param="starting_after",
-                code="invalid_value",
-            )
-        if not stream:
+            return await self.background_retrieve(request)
+        query = responses_decoder.decode_retrieve_query(request.query_params)
+        after = query.starting_after
+        if not query.stream:
             return JSONResponse(record.response)
         if not record.stream:
             raise InvalidRequestError(
@@ -56,9 +57,7 @@ class StatefulRoutes:
                 code="invalid_value",
             )
         events = await self.stateful.store.events.read(response_id, -1 if after is None else after)
-        return EventStreamResponse(  # type: ignore[return-value]
-            _replay(events), ping_interval=self.ping_interval
-        )
+        return EventStreamResponse(_replay(events), ping_interval=self.ping_interval)
 
     async def cancel(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
@@ -67,26 +66,26 @@ class StatefulRoutes:
             raise InvalidRequestError(
                 "Cannot cancel a synchronous response.", param="response_id", code="invalid_value"
             )
-        return await self.background.cancel(request)
+        return await self.background_cancel(request)
 
     async def delete(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
-        context.add(response_id=response_id)
+        log_fields.add(response_id=response_id)
         deleted = await self.stateful.delete(response_id, await self.scope(request))
         return JSONResponse(deleted)
 
     async def input_items(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
-        context.add(response_id=response_id)
+        log_fields.add(response_id=response_id)
         listing = await self.stateful.input_items(
             response_id, await self.scope(request), page_params(request)
         )
         return JSONResponse(listing)
 
 
-async def _replay(events: list[dict[str, Any]]) -> AsyncIterator[bytes]:
+async def _replay(events: list[dict[str, Any]]) -> AsyncGenerator[bytes]:
     for event in events:
-        yield named_event(str(event["type"]), event)
+        yield named_event(event)
 
 
 def page_params(request: Request) -> Page:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
+from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from lgos import context
 from lgos.wire.sse import PING
 
 HEADERS = [
@@ -23,20 +23,17 @@ HEADERS = [
 ]
 
 
-class EventStreamResponse:
-    def __init__(
-        self,
-        frames: AsyncIterator[bytes],
-        *,
-        ping_interval: float = 15.0,
-        headers: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
+class EventStreamResponse(Response):
+    """A Starlette `Response` (headers, middleware and handlers treat it as one) whose body is
+    the frames. Not Starlette's `StreamingResponse`: that one sends each chunk through a
+    memory stream to a second task and has no keep-alive."""
+
+    def __init__(self, frames: AsyncGenerator[bytes], *, ping_interval: float = 15.0) -> None:
         self.frames = frames
         self.ping_interval = ping_interval
-        self.headers = HEADERS + (headers or [])
+        self.status_code = 200
         self.background = None
-        # Request fields for log records emitted while streaming (the handler has returned).
-        self.log_fields: dict[str, object] = {}
+        self.raw_headers = list(HEADERS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         streamer = asyncio.current_task()
@@ -64,8 +61,9 @@ class EventStreamResponse:
                         streamer.cancel()
                     return
 
-        token = context.bind(**self.log_fields)
-        await send({"type": "http.response.start", "status": 200, "headers": self.headers})
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
         watcher = asyncio.create_task(watch())
         try:
             async for frame in self.frames:
@@ -83,5 +81,4 @@ class EventStreamResponse:
         finally:
             finished = True
             watcher.cancel()
-            await self.frames.aclose()  # type: ignore[attr-defined]
-            context.reset(token)
+            await self.frames.aclose()

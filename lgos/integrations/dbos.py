@@ -31,13 +31,20 @@ from psycopg.conninfo import conninfo_to_dict
 from pydantic import ValidationError
 from sqlalchemy.engine import URL
 
-from lgos.background.events import PostgresResponseEventLog
-from lgos.background.executor import DurableRuns, execute_background_job
-from lgos.background.protocol import BackgroundJob, BackgroundRun, RunStatus
-from lgos.errors import ConfigurationError
-from lgos.registry import GraphRegistry
-from lgos.server.resources import ServerResources
-from lgos.server.settings import ServerSettings
+from lgos.background.executor import JobExecutor
+from lgos.core.background import (
+    TERMINAL_STATUSES,
+    BackgroundJob,
+    BackgroundRun,
+    ResponseEventLog,
+    engine_statuses,
+)
+from lgos.core.errors import ConfigurationError
+from lgos.integrations.postgres import (
+    advisory_unlock,
+    try_advisory_lock,
+    wait_for_advisory_lock,
+)
 
 if TYPE_CHECKING:
     from dbos._sys_db import WorkflowStatus
@@ -70,20 +77,19 @@ QUEUE_POLLING_INTERVAL_SECONDS = 0.2
 _RUN_NAMESPACE = uuid.UUID("3f4f9a2e-55f1-4b7e-9d8a-1c2b3d4e5f60")
 _EXECUTOR_LOCK_PREFIX = "lgos.worker:"
 _MIGRATION_LOCK = "lgos.dbos.migrations"
-_TRY_LOCK = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
-_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
+_MIGRATION_LOCK_TIMEOUT_SECONDS = 600.0
+# How long a starting worker waits for its executor id (a reaper may hold it briefly).
+_EXECUTOR_LOCK_TIMEOUT_SECONDS = 30.0
 _RETENTION_BATCH = 500
 
-_STATUS: dict[str, RunStatus] = {
-    "ENQUEUED": "queued",
-    "DELAYED": "queued",
-    "PENDING": "in_progress",
-    "SUCCESS": "completed",
-    "ERROR": "failed",
-    "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "failed",
-    "CANCELLED": "cancelled",
-}
-_FINISHED = ["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
+_STATUS = engine_statuses(
+    queued=["ENQUEUED", "DELAYED"],
+    in_progress=["PENDING"],
+    completed=["SUCCESS"],
+    failed=["ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"],
+    cancelled=["CANCELLED"],
+)
+_FINISHED = [name for name, status in _STATUS.items() if status in TERMINAL_STATUSES]
 
 
 def engine_run_id(idempotency_key: str | None) -> str:
@@ -96,9 +102,9 @@ def engine_run_id(idempotency_key: str | None) -> str:
 class DBOSBackgroundBackend:
     """`BackgroundBackend` over a `DBOSClient` (API side: enqueue, read, cancel)."""
 
-    def __init__(self, client: DBOSClient, events: PostgresResponseEventLog | None = None) -> None:
+    def __init__(self, client: DBOSClient, events: ResponseEventLog | None = None) -> None:
         self.client = client
-        # Streamed Responses' events, in the same database (see lgos.background.events).
+        # Streamed Responses' events, in the same database (`PostgresResponseEventLog`).
         self.events = events
 
     async def submit(self, job: BackgroundJob) -> BackgroundRun:
@@ -171,12 +177,7 @@ def to_run(status: WorkflowStatus) -> BackgroundRun | None:
             "background.dbos.foreign_workflow", extra={"workflow_id": status.workflow_id}
         )
         return None
-    output = status.output
-    if run.status == "completed" and isinstance(output, dict):
-        reported = output.get("status")
-        if reported in ("completed", "failed", "incomplete"):
-            return run.model_copy(update={"status": reported, "response": output})
-    return run
+    return run.with_output(status.output)
 
 
 def _sqlalchemy_url(uri: str) -> str:
@@ -196,35 +197,24 @@ def _sqlalchemy_url(uri: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
-def _require_uri(settings: ServerSettings) -> str:
-    if not settings.POSTGRES_URI:
-        raise ConfigurationError("LGOS_BACKGROUND=dbos needs LGOS_POSTGRES_URI")
-    return settings.POSTGRES_URI
-
-
 async def migrate(uri: str) -> None:
     """Create or upgrade DBOS's schema, one process at a time (API replicas and workers all
     start by calling this, and `DBOSClient` never migrates by itself)."""
     async with await AsyncConnection.connect(uri, autocommit=True) as conn:
-        while True:
-            cursor = await conn.execute(_TRY_LOCK, (_MIGRATION_LOCK,))
-            row = await cursor.fetchone()
-            if row is not None and row[0]:
-                break
-            # Polling, not a blocking lock: see lgos.integrations.postgres.apply_migrations.
-            await asyncio.sleep(0.2)
+        await wait_for_advisory_lock(
+            conn, _MIGRATION_LOCK, limit_seconds=_MIGRATION_LOCK_TIMEOUT_SECONDS
+        )
         try:
             await asyncio.to_thread(DBOS.migrate, _sqlalchemy_url(uri))
         finally:
-            await conn.execute(_UNLOCK, (_MIGRATION_LOCK,))
+            await advisory_unlock(conn, _MIGRATION_LOCK)
 
 
 @asynccontextmanager
 async def open_dbos_client(
-    settings: ServerSettings, registry: GraphRegistry, resources: ServerResources
+    uri: str, events: ResponseEventLog | None = None
 ) -> AsyncIterator[DBOSBackgroundBackend]:
     """The API side: a `DBOSBackgroundBackend` on a plain-SQL `DBOSClient`."""
-    uri = _require_uri(settings)
     await migrate(uri)
     client = await asyncio.to_thread(
         lambda: DBOSClient(
@@ -232,13 +222,9 @@ async def open_dbos_client(
         )
     )
     try:
-        yield DBOSBackgroundBackend(client, _event_log(resources))
+        yield DBOSBackgroundBackend(client, events)
     finally:
         await asyncio.to_thread(client.destroy)
-
-
-def _event_log(resources: ServerResources) -> PostgresResponseEventLog | None:
-    return PostgresResponseEventLog(resources.pool) if resources.pool is not None else None
 
 
 # The worker's state, read by the workflow step. DBOS names workflows globally and passes them
@@ -251,13 +237,7 @@ async def _run_graph_step(run_id: str, job: dict[str, Any]) -> dict[str, Any]:
     worker = _worker
     if worker is None:
         raise RuntimeError("no LGOS DBOS worker is running in this process")
-    return await execute_background_job(
-        BackgroundJob.model_validate(job),
-        run_id,
-        worker.registry,
-        durable=worker.durable,
-        events=worker.events,
-    )
+    return await worker.executor(BackgroundJob.model_validate(job), run_id)
 
 
 def _register_workflow() -> None:
@@ -288,22 +268,22 @@ class DBOSWorker:
 
     def __init__(
         self,
-        settings: ServerSettings,
-        registry: GraphRegistry,
-        resources: ServerResources,
+        uri: str,
+        executor: JobExecutor,
         *,
         executor_id: str,
+        slots: int,
         recovery_interval: float,
+        retention: timedelta,
         retention_interval: float = 3600.0,
     ) -> None:
-        self.settings = settings
-        self.registry = registry
+        self.uri = uri
+        self.executor = executor
         self.executor_id = executor_id
+        self.slots = slots
         self.recovery_interval = recovery_interval
+        self.retention = retention
         self.retention_interval = retention_interval
-        self.durable = DurableRuns(resources.checkpointer, resources.run_coordinator)
-        self.events = _event_log(resources)
-        self.uri = _require_uri(settings)
         self._liveness: AsyncConnection[Any] | None = None
         self._client: DBOSClient | None = None
 
@@ -327,7 +307,7 @@ class DBOSWorker:
                     "run_migrations": False,
                     # DBOS's default (20) per worker adds up fast against max_connections: the
                     # queue, status writes and the cancellation poller need a few per slot.
-                    "sys_db_pool_size": self.settings.WORKER_SLOTS + 4,
+                    "sys_db_pool_size": self.slots + 4,
                 }
             )
             # Launched inside our event loop: DBOS then runs async workflows on this loop, next
@@ -335,7 +315,7 @@ class DBOSWorker:
             DBOS.launch()
             await DBOS.register_queue_async(
                 QUEUE_NAME,
-                worker_concurrency=self.settings.WORKER_SLOTS,
+                worker_concurrency=self.slots,
                 polling_interval_sec=QUEUE_POLLING_INTERVAL_SECONDS,
                 on_conflict="always_update",
             )
@@ -381,18 +361,17 @@ class DBOSWorker:
     async def _claim_executor_id(self) -> None:
         """Hold our executor lock; a reaper may hold it briefly while recovering our old runs."""
         assert self._liveness is not None
-        for _ in range(150):
-            cursor = await self._liveness.execute(
-                _TRY_LOCK, (_EXECUTOR_LOCK_PREFIX + self.executor_id,)
+        try:
+            await wait_for_advisory_lock(
+                self._liveness,
+                _EXECUTOR_LOCK_PREFIX + self.executor_id,
+                limit_seconds=_EXECUTOR_LOCK_TIMEOUT_SECONDS,
             )
-            row = await cursor.fetchone()
-            if row is not None and row[0]:
-                return
-            await asyncio.sleep(0.2)
-        raise ConfigurationError(
-            f"another live worker uses the executor id {self.executor_id!r}; "
-            "give each worker its own LGOS_WORKER_ID"
-        )
+        except TimeoutError:
+            raise ConfigurationError(
+                f"another live worker uses the executor id {self.executor_id!r}; "
+                "give each worker its own LGOS_WORKER_ID"
+            ) from None
 
     async def _every(self, interval: float, chore: Any) -> None:
         while True:
@@ -417,9 +396,7 @@ class DBOSWorker:
         recovered = 0
         for owner in sorted(owners):
             lock = _EXECUTOR_LOCK_PREFIX + owner
-            cursor = await self._liveness.execute(_TRY_LOCK, (lock,))
-            row = await cursor.fetchone()
-            if row is None or not row[0]:
+            if not await try_advisory_lock(self._liveness, lock):
                 continue  # its worker is alive
             try:
                 # Re-enqueue only rows still PENDING under the dead executor (DBOS's own
@@ -431,14 +408,13 @@ class DBOSWorker:
                 )
                 recovered += 1
             finally:
-                await self._liveness.execute(_UNLOCK, (lock,))
+                await advisory_unlock(self._liveness, lock)
         return recovered
 
     async def sweep(self) -> int:
         assert self._client is not None
-        days = self.settings.BACKGROUND_RETENTION_DAYS
-        backend = DBOSBackgroundBackend(self._client, self.events)
-        deleted = await backend.delete_finished(timedelta(days=days))
+        backend = DBOSBackgroundBackend(self._client, self.executor.events)
+        deleted = await backend.delete_finished(self.retention)
         if deleted:
             logger.info("worker.retention.deleted", extra={"deleted": deleted})
         return deleted

@@ -18,9 +18,8 @@ import asyncio
 import logging
 import re
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
@@ -34,21 +33,19 @@ from hatchet_sdk.clients.rest.exceptions import BadRequestException, NotFoundExc
 from hatchet_sdk.runnables.workflow import Standalone
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lgos.background.events import PostgresResponseEventLog, ResponseEventLog
-from lgos.background.executor import DurableRuns, execute_background_job
-from lgos.background.protocol import BackgroundJob, BackgroundRun, RunStatus
-from lgos.errors import ConfigurationError
-from lgos.registry import GraphRegistry
+from lgos.background.executor import JobExecutor
+from lgos.core.background import BackgroundJob, BackgroundRun, ResponseEventLog, engine_statuses
+from lgos.core.errors import ConfigurationError
 
 __all__ = [
     "MIN_ENGINE_VERSION",
     "TASK_NAME",
     "HatchetBackgroundBackend",
     "HatchetJobInput",
-    "HatchetWorkerState",
     "check_engine_version",
     "create_hatchet_task",
     "open_hatchet_client",
+    "run_hatchet_worker",
 ]
 
 logger = logging.getLogger("lgos.background.hatchet")
@@ -64,13 +61,14 @@ DEFAULT_IDEMPOTENCY_TTL = timedelta(hours=24)
 # Without an engine the SDK's trigger hangs instead of failing; bound every engine call.
 ENGINE_CALL_TIMEOUT_SECONDS = 30.0
 
-_STATUS: dict[str, RunStatus] = {
-    "QUEUED": "queued",
-    "RUNNING": "in_progress",
-    "COMPLETED": "completed",
-    "FAILED": "failed",
-    "CANCELLED": "cancelled",
-}
+# Hatchet names its statuses as we do, in capitals (and says RUNNING for in progress).
+_STATUS = engine_statuses(
+    queued=["QUEUED"],
+    in_progress=["RUNNING"],
+    completed=["COMPLETED"],
+    failed=["FAILED"],
+    cancelled=["CANCELLED"],
+)
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
 
 
@@ -81,16 +79,6 @@ class HatchetJobInput(BaseModel):
 
     job: dict[str, Any]
     idempotency_key: str
-
-
-@dataclass(frozen=True, slots=True)
-class HatchetWorkerState:
-    """What the worker's lifespan yields; the task reads it as `ctx.lifespan`."""
-
-    registry: GraphRegistry
-    durable: DurableRuns | None = None
-    # Streamed Responses' events (PostgreSQL, when LGOS_POSTGRES_URI is set).
-    events: ResponseEventLog | None = None
 
 
 def create_hatchet_task(
@@ -117,17 +105,11 @@ def create_hatchet_task(
         ),
     )
     async def run_background_response(task_input: HatchetJobInput, ctx: Context) -> dict[str, Any]:
-        state = ctx.lifespan
-        if not isinstance(state, HatchetWorkerState):
-            raise RuntimeError("the Hatchet worker's lifespan must yield a HatchetWorkerState")
+        executor = ctx.lifespan
+        if not isinstance(executor, JobExecutor):
+            raise RuntimeError("the Hatchet worker's lifespan must yield a JobExecutor")
         job = BackgroundJob.model_validate(task_input.job)
-        return await execute_background_job(
-            job,
-            uuid.UUID(ctx.workflow_run_id).hex,
-            state.registry,
-            durable=state.durable,
-            events=state.events,
-        )
+        return await executor(job, uuid.UUID(ctx.workflow_run_id).hex)
 
     return run_background_response
 
@@ -208,11 +190,7 @@ def to_run(run_id: str, run: Any) -> BackgroundRun | None:
         job = BackgroundJob.model_validate(task_input.job)
     except ValidationError:
         return None
-    background = BackgroundRun(id=run_id, job=job, status=status)
-    response = _response(run.output) if status == "completed" else None
-    if response is not None and response.get("status") in ("completed", "failed", "incomplete"):
-        return background.model_copy(update={"status": response["status"], "response": response})
-    return background
+    return BackgroundRun(id=run_id, job=job, status=status).with_output(_response(run.output))
 
 
 def _job_input(raw: Any) -> HatchetJobInput | None:
@@ -286,44 +264,35 @@ async def check_engine_version(
 
 @asynccontextmanager
 async def open_hatchet_client(
-    settings: Any, registry: GraphRegistry, resources: Any = None
+    events: ResponseEventLog | None = None,
 ) -> AsyncIterator[HatchetBackgroundBackend]:
-    """The API side. Reads HATCHET_CLIENT_* from the environment, like the SDK."""
+    """The API side. Reads HATCHET_CLIENT_* from the environment, like the SDK. Without an
+    event log (no PostgreSQL), `stream` with `background` is refused."""
     hatchet = connect()
     version = await check_engine_version(hatchet)
     logger.info("background.hatchet.connected", extra={"engine_version": version})
-    yield HatchetBackgroundBackend(
-        create_hatchet_task(hatchet), hatchet.runs, events=_event_log(resources)
-    )
+    yield HatchetBackgroundBackend(create_hatchet_task(hatchet), hatchet.runs, events=events)
 
 
-def _event_log(resources: Any) -> ResponseEventLog | None:
-    pool = getattr(resources, "pool", None)
-    return PostgresResponseEventLog(pool) if pool is not None else None
+def run_hatchet_worker(
+    open_executor: Callable[[], AbstractAsyncContextManager[JobExecutor]],
+    *,
+    name: str,
+    slots: int,
+) -> None:
+    """`lgos worker` on Hatchet. Blocks; Hatchet's worker handles SIGTERM itself.
 
-
-def run_hatchet_worker(factory: Any, settings: Any, worker_settings: Any) -> None:
-    """`lgos worker` on Hatchet. Blocks; Hatchet's worker handles SIGTERM itself."""
-    from lgos.server.app import open_registry
-    from lgos.server.resources import open_resources
-
+    Hatchet's worker owns its event loop (it refuses to start inside a running one), so the
+    executor is opened in the worker's lifespan, on that loop.
+    """
     hatchet = connect()
     asyncio.run(check_engine_version(hatchet))
-    task = create_hatchet_task(hatchet)
 
-    async def lifespan() -> AsyncGenerator[HatchetWorkerState, None]:
-        async with AsyncExitStack() as stack:
-            resources = await stack.enter_async_context(open_resources(settings))
-            registry = await stack.enter_async_context(open_registry(factory, resources))
-            durable = DurableRuns(resources.checkpointer, resources.run_coordinator)
-            yield HatchetWorkerState(
-                registry=registry, durable=durable, events=_event_log(resources)
-            )
+    async def lifespan() -> AsyncGenerator[JobExecutor, None]:
+        async with open_executor() as executor:
+            yield executor
 
     worker = hatchet.worker(
-        worker_settings.ID or "lgos-background-worker",
-        slots=settings.WORKER_SLOTS,
-        workflows=[task],
-        lifespan=lifespan,
+        name, slots=slots, workflows=[create_hatchet_task(hatchet)], lifespan=lifespan
     )
     worker.start()

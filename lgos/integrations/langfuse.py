@@ -15,14 +15,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from lgos.errors import ConfigurationError
+from lgos.core.errors import ConfigurationError
 from lgos.run import telemetry
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
     from opentelemetry.sdk.trace.export import SpanExporter
 
-    from lgos.run.request import GraphRequest
+    from lgos.core.request import GraphRequest
 
 
 @contextmanager

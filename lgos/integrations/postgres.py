@@ -17,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -26,17 +27,21 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row, tuple_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from lgos.errors import ConfigurationError, LgosError, RunBusyError
-from lgos.server.resources import ServerResources
-from lgos.server.settings import ServerSettings
+from lgos.core.errors import ConfigurationError, LgosError, RunBusyError
 
 __all__ = [
+    "PostgresResources",
+    "PostgresResponseEventLog",
     "PostgresRunCoordinator",
     "RunCapacityError",
+    "advisory_unlock",
     "apply_migrations",
-    "open_postgres_resources",
+    "open_postgres",
+    "try_advisory_lock",
+    "wait_for_advisory_lock",
 ]
 
 logger = logging.getLogger("lgos.postgres")
@@ -73,7 +78,7 @@ MIGRATIONS: tuple[str, ...] = (
     )
     """,
     "CREATE INDEX IF NOT EXISTS lgos_paused_runs_paused_at_idx ON lgos_paused_runs (paused_at)",
-    # The SSE events of streamed background Responses (lgos.background.events).
+    # The SSE events of streamed background Responses (PostgresResponseEventLog below).
     """
     CREATE TABLE IF NOT EXISTS lgos_response_events (
         run_id text NOT NULL,
@@ -127,8 +132,10 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 
-_MIGRATION_LOCK_POLL_SECONDS = 0.2
+_LOCK_POLL_SECONDS = 0.2
 _MIGRATION_LOCK_TIMEOUT_SECONDS = 600.0
+# How often a reader of a PostgreSQL event log re-reads it while waiting for new events.
+_EVENT_POLL_SECONDS = 0.1
 _DEFAULT_LEASE_WAIT_SECONDS = 30.0
 
 
@@ -207,15 +214,13 @@ class PostgresRunCoordinator:
     async def _lock(self, key: str, lock_name: str) -> AsyncConnection[DictRow]:
         conn = await self._pool.getconn()
         try:
-            async with conn.cursor(row_factory=tuple_row) as cursor:
-                await cursor.execute(_TRY_LOCK, (lock_name,))
-                row = await cursor.fetchone()
+            locked = await try_advisory_lock(conn, lock_name)
         except BaseException:
             # Interrupted mid-query we cannot tell whether the lock was taken: closing the
             # session drops it either way.
             await asyncio.shield(self._discard(conn))
             raise
-        if row is None or not row[0]:
+        if not locked:
             await asyncio.shield(self._pool.putconn(conn))
             raise RunBusyError()
         try:
@@ -242,10 +247,7 @@ class PostgresRunCoordinator:
                     )
             unlocked = False
             try:
-                async with conn.cursor(row_factory=tuple_row) as cursor:
-                    await cursor.execute(_UNLOCK, (lock_name,))
-                    row = await cursor.fetchone()
-                    unlocked = bool(row and row[0])
+                unlocked = await advisory_unlock(conn, lock_name)
             except Exception as error:
                 logger.warning(
                     "run_lease.unlock_failed", extra={"error.type": type(error).__qualname__}
@@ -314,7 +316,14 @@ async def apply_migrations(
     start. A polling statement ends at once, so the index build never waits on it.
     """
     async with pool.connection() as lock_conn:
-        await _wait_for_lock(lock_conn, _MIGRATION_LOCK_NAME, lock_timeout_seconds)
+        await wait_for_advisory_lock(
+            lock_conn,
+            _MIGRATION_LOCK_NAME,
+            limit_seconds=lock_timeout_seconds,
+            on_wait=lambda: logger.info(
+                "postgres.migrations.waiting", extra={"detail": "another replica migrates"}
+            ),
+        )
         try:
             await saver.setup()
             await store.setup()
@@ -323,26 +332,49 @@ async def apply_migrations(
             await asyncio.shield(_release_migration_lock(lock_conn))
 
 
-async def _wait_for_lock(conn: AsyncConnection[DictRow], name: str, limit_seconds: float) -> None:
+async def try_advisory_lock(conn: AsyncConnection[Any], name: str) -> bool:
+    """Take the session advisory lock `name` if it is free; never wait."""
+    async with conn.cursor(row_factory=tuple_row) as cursor:
+        await cursor.execute(_TRY_LOCK, (name,))
+        row = await cursor.fetchone()
+    return bool(row and row[0])
+
+
+async def advisory_unlock(conn: AsyncConnection[Any], name: str) -> bool:
+    """Release the session advisory lock `name`; False when this session did not hold it."""
+    async with conn.cursor(row_factory=tuple_row) as cursor:
+        await cursor.execute(_UNLOCK, (name,))
+        row = await cursor.fetchone()
+    return bool(row and row[0])
+
+
+async def wait_for_advisory_lock(
+    conn: AsyncConnection[Any],
+    name: str,
+    *,
+    limit_seconds: float,
+    on_wait: Callable[[], None] | None = None,
+) -> None:
+    """Poll for the session advisory lock `name`; raise TimeoutError after `limit_seconds`.
+
+    Polling, never the blocking `pg_advisory_lock`: see `apply_migrations` for why a blocked
+    statement can deadlock another process's migrations. `on_wait` runs once, when the lock
+    was not free at the first try.
+    """
     deadline = time.monotonic() + limit_seconds
-    waiting_logged = False
-    while True:
-        async with conn.cursor(row_factory=tuple_row) as cursor:
-            await cursor.execute(_TRY_LOCK, (name,))
-            row = await cursor.fetchone()
-        if row is not None and row[0]:
-            return
+    waited = False
+    while not await try_advisory_lock(conn, name):
         if time.monotonic() >= deadline:
             raise TimeoutError(f"another process held the {name!r} lock for {limit_seconds:.0f}s")
-        if not waiting_logged:
-            logger.info("postgres.migrations.waiting", extra={"detail": "another replica migrates"})
-            waiting_logged = True
-        await asyncio.sleep(_MIGRATION_LOCK_POLL_SECONDS)
+        if not waited and on_wait is not None:
+            on_wait()
+        waited = True
+        await asyncio.sleep(_LOCK_POLL_SECONDS)
 
 
 async def _release_migration_lock(conn: AsyncConnection[DictRow]) -> None:
     try:
-        await conn.execute(_UNLOCK, (_MIGRATION_LOCK_NAME,))
+        await advisory_unlock(conn, _MIGRATION_LOCK_NAME)
     except Exception:
         # The pool discards a broken connection, and its session's locks die with it.
         logger.warning("postgres.migrations.unlock_failed", exc_info=True)
@@ -374,21 +406,31 @@ def _connection_kwargs() -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class PostgresResources:
+    """What `open_postgres` yields: one pool and everything LGOS keeps on it."""
+
+    pool: Pool
+    checkpointer: AsyncPostgresSaver
+    store: AsyncPostgresStore
+    run_coordinator: PostgresRunCoordinator
+    events: PostgresResponseEventLog
+
+
 @asynccontextmanager
-async def open_postgres_resources(settings: ServerSettings) -> AsyncIterator[ServerResources]:
+async def open_postgres(uri: str, *, pool_size: int) -> AsyncIterator[PostgresResources]:
     """Open the pool, migrate under an advisory lock, and yield PostgreSQL-backed resources."""
-    if not settings.POSTGRES_URI:
+    if not uri:
         raise ConfigurationError("LGOS_POSTGRES_URI is not set")
-    size = settings.POSTGRES_POOL_SIZE
-    if size < 2:
+    if pool_size < 2:
         raise ConfigurationError(
             "LGOS_POSTGRES_POOL_SIZE must be at least 2: a run holds one connection for its "
             "lease and needs another to write its checkpoints"
         )
     pool: Pool = AsyncConnectionPool(
-        settings.POSTGRES_URI,
-        min_size=size,
-        max_size=size,
+        uri,
+        min_size=pool_size,
+        max_size=pool_size,
         kwargs=_connection_kwargs(),
         open=False,
         name="lgos",
@@ -400,23 +442,20 @@ async def open_postgres_resources(settings: ServerSettings) -> AsyncIterator[Ser
         # The saver serializes all its I/O through one asyncio.Lock per instance (LangGraph
         # #7259), needed only for a single shared connection. On a pool each call checks out
         # its own connection, so let as many run as the connections leases leave free.
-        saver.lock = asyncio.Semaphore(max(1, size - coordinator.max_leases))  # type: ignore[assignment]
+        saver.lock = asyncio.Semaphore(max(1, pool_size - coordinator.max_leases))  # type: ignore[assignment]
         store = AsyncPostgresStore(pool)
         try:
             await apply_migrations(pool, saver, store)
             logger.info(
                 "postgres.ready",
-                extra={"pool_size": size, "max_leases": coordinator.max_leases},
+                extra={"pool_size": pool_size, "max_leases": coordinator.max_leases},
             )
-            from lgos.integrations.postgres_stored import PostgresResponseStore
-
-            yield ServerResources(
+            yield PostgresResources(
+                pool=pool,
                 checkpointer=saver,
                 store=store,
                 run_coordinator=coordinator,
-                settings=settings,
-                pool=pool,
-                response_store=PostgresResponseStore(pool),
+                events=PostgresResponseEventLog(pool),
             )
         finally:
             _stop_store_batcher(store)
@@ -430,3 +469,56 @@ def _stop_store_batcher(store: AsyncPostgresStore) -> None:
     task = getattr(store, "_task", None)
     if task is not None:
         task.cancel()
+
+
+class PostgresResponseEventLog:
+    """The log in table `lgos_response_events` (created by LGOS's migrations) on the server's
+    pool. Readers poll: a tail costs one small indexed query per interval, and needs no
+    connection held open per stream."""
+
+    def __init__(self, pool: Pool, poll_interval: float = _EVENT_POLL_SECONDS) -> None:
+        self.pool = pool
+        self.poll_interval = poll_interval
+
+    async def append(self, run_id: str, events: Sequence[dict[str, Any]]) -> None:
+        if not events:
+            return
+        async with self.pool.connection() as conn, conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO lgos_response_events (run_id, sequence_number, event) "
+                "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                [(run_id, int(event["sequence_number"]), Jsonb(event)) for event in events],
+            )
+
+    async def read(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                "SELECT event FROM lgos_response_events "
+                "WHERE run_id = %s AND sequence_number > %s ORDER BY sequence_number",
+                (run_id, after),
+            )
+            return [row[0] for row in await cur.fetchall()]
+
+    async def wait(self, run_id: str, after: int, patience: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + patience
+        while loop.time() < deadline:
+            await asyncio.sleep(self.poll_interval)
+            async with (
+                self.pool.connection() as conn,
+                conn.cursor(row_factory=tuple_row) as cur,
+            ):
+                await cur.execute(
+                    "SELECT 1 FROM lgos_response_events "
+                    "WHERE run_id = %s AND sequence_number > %s LIMIT 1",
+                    (run_id, after),
+                )
+                if await cur.fetchone() is not None:
+                    return
+
+    async def delete(self, run_ids: Iterable[str]) -> None:
+        ids = list(run_ids)
+        if not ids:
+            return
+        async with self.pool.connection() as conn, conn.cursor() as cur:
+            await cur.execute("DELETE FROM lgos_response_events WHERE run_id = ANY(%s)", (ids,))

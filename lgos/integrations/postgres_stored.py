@@ -16,8 +16,8 @@ from typing import Any
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
-from lgos.background.events import PostgresResponseEventLog
-from lgos.stored.protocol import Order, StoredConversation, StoredResponse
+from lgos.core.stored import Order, StoredConversation, StoredResponse
+from lgos.integrations.postgres import PostgresResponseEventLog
 
 
 class PostgresResponseStore:

@@ -5,6 +5,12 @@ the server-trusted scope, the model and the run id, so a client can never name a
 tenant's checkpoint. Every execution holds the run's lease. A resume is validated under that
 lease against the checkpoint's real pending set, because LangGraph's own resume is lenient (a
 stale id can answer the next question).
+
+A resume never loses the question. LangGraph saves the answer a node received even when the
+node then fails, and would hand that same answer to the node again on the next resume, so a
+failed resume puts back the answers the paused checkpoint held (see `_PauseRecord`). When the
+failure came after the question was passed, the failed checkpoint is kept until it expires,
+so a client retrying the request gets the failure again, not "already answered".
 """
 
 from __future__ import annotations
@@ -15,16 +21,23 @@ import hashlib
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.types import Command
+import jsonschema
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command, StateSnapshot
 
-from lgos.errors import InterruptConflictError, InvalidRequestError
-from lgos.registry import CompiledGraph, GraphConfig
-from lgos.run.coordinator import RunCoordinator
-from lgos.run.events import Finished, Interrupted, RunEvent
-from lgos.run.request import GraphRequest
+from lgos.core.coordinator import RunCoordinator
+from lgos.core.errors import (
+    InterruptConflictError,
+    InvalidAnswerError,
+    InvalidRequestError,
+    RunFailedError,
+)
+from lgos.core.registry import CompiledGraph, GraphConfig
+from lgos.core.request import GraphRequest
+from lgos.core.run_events import Finished, Interrupted, RunEvent
 from lgos.run.runner import Checkpointing, run_graph, runnable_config
 
 logger = logging.getLogger("lgos.run")
@@ -37,11 +50,42 @@ def checkpoint_thread_id(scope: str, model: str, run_id: str) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+# LangGraph's pending-write channels (private constants there): the answers a task has received
+# (a list, one per interrupt() call), and a task's error.
+_RESUME_CHANNEL = "__resume__"
+_ERROR_CHANNEL = "__error__"
+
+
 @dataclass(frozen=True, slots=True)
 class Resume:
-    """Answers to a paused run: LangGraph interrupt id → the client's output string."""
+    """Answers to a paused run: LangGraph interrupt id → the client's output string.
+
+    `params` names, per interrupt id, where the client put the answer (`input[2].output`), so
+    a refused answer points at it.
+    """
 
     answers: Mapping[str, str]
+    params: Mapping[str, str] = field(default_factory=dict)
+
+    def param(self, interrupt_id: str) -> str:
+        return self.params.get(interrupt_id, "input")
+
+
+@dataclass(frozen=True, slots=True)
+class _PausedLevel:
+    """One checkpoint namespace of a pause (the root graph, or a subgraph that asked)."""
+
+    config: RunnableConfig
+    answers: dict[str, Any]  # task id → the answers it held before this resume
+    questions: dict[str, tuple[str, ...]]  # task id → the interrupt ids it is waiting on
+
+
+@dataclass(frozen=True, slots=True)
+class _PauseRecord:
+    """What a paused run held before a resume, enough to put its questions back."""
+
+    root_checkpoint_id: str
+    levels: tuple[_PausedLevel, ...]
 
 
 async def run_checkpointed(
@@ -78,13 +122,16 @@ async def run_checkpointed(
     async with coordinator.lease(key):
         graph_input: Any = None  # None continues from the checkpoint
         checkpointing = latest
+        paused: _PauseRecord | None = None
         if continue_existing and await _has_pending_work(
             graph, config, request, latest, turn_id if keep else None
         ):
             # A worker died mid-run (after applying the answer, if any): pick up where it was.
             pass
         elif resume is not None:
-            graph_input = await _resume_command(graph, config, request, latest, resume)
+            state = await graph.aget_state(runnable_config(config, request, latest), subgraphs=True)
+            graph_input = _resume_command(state, resume)
+            paused = await _record_pause(graph, state)
         else:
             graph_input = config.request_to_input(request)
             if keep and checkpoint_id is not None:
@@ -113,28 +160,31 @@ async def run_checkpointed(
                     await _delete(graph, coordinator, key)
                     ended = True
                 yield event
-        except InvalidRequestError:
-            # A rejected answer saved nothing: the question is still pending.
-            raise
-        except BaseException:
-            # Failed or cancelled before it paused or finished: nobody can resume it. (A
-            # consumer closing the stream after the terminal event is not a failure.) A kept
-            # thread stays: its next turn starts from the last good checkpoint.
-            if not ended and not keep:
+        except BaseException as error:
+            # A consumer closing the stream after the terminal event is not a failure.
+            if ended:
+                raise
+            if paused is None:
+                # A new run that failed or was cancelled before it paused: nobody can resume it.
+                # A kept thread stays: its next turn starts from the last good checkpoint.
+                if keep:
+                    raise
                 await _delete_quietly(graph, coordinator, key)
+                raise
+            refused = await _after_failed_resume(graph, coordinator, key, paused, resume, error)
+            if refused is not None:
+                raise refused from error
             raise
 
 
-async def _resume_command(
-    graph: CompiledGraph,
-    config: GraphConfig,
-    request: GraphRequest,
-    checkpointing: Checkpointing,
-    resume: Resume,
-) -> Command[Any]:
-    state = await graph.aget_state(runnable_config(config, request, checkpointing))
+def _resume_command(state: StateSnapshot, resume: Resume) -> Command[Any]:
+    """Check the answers against the real pending set, and each against its schema."""
     pending = {item.id: item for item in state.interrupts}
     if not pending:
+        if any(task.error is not None for task in state.tasks):
+            # It failed after taking an earlier answer; this is most likely a retry of that
+            # request, which deserves the failure, not "already answered".
+            raise RunFailedError()
         raise InterruptConflictError(
             "This run has no pending question: it was already answered, finished or expired."
         )
@@ -150,21 +200,136 @@ async def _resume_command(
         raise InterruptConflictError(
             "The answers do not match the run's pending questions: " + "; ".join(details) + "."
         )
-    values = {
-        interrupt_id: _answer_value(output, pending[interrupt_id].response_schema is not None)
-        for interrupt_id, output in resume.answers.items()
-    }
+    values = {}
+    for interrupt_id, output in resume.answers.items():
+        schema = getattr(pending[interrupt_id], "response_schema", None)
+        values[interrupt_id] = (
+            output if schema is None else _schema_answer(output, schema, resume.param(interrupt_id))
+        )
     return Command(resume=values)
 
 
-def _answer_value(output: str, structured: bool) -> Any:
-    """Plain questions get the output string unchanged; schema questions get parsed JSON."""
-    if not structured:
-        return output
+def _schema_answer(output: str, schema: dict[str, Any], param: str) -> Any:
+    """A question with a response schema takes JSON that matches it, checked before the graph
+    runs (LangGraph would check it inside the node, after the node's earlier code ran)."""
     try:
-        return json.loads(output)
+        value = json.loads(output)
     except json.JSONDecodeError:
-        return output
+        value = output  # a bare string answer, which a string schema accepts
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as error:
+        where = "/".join(str(part) for part in error.absolute_path)
+        raise InvalidRequestError(
+            "The answer does not match the question's response schema"
+            + (f" at '{where}'" if where else "")
+            + f": {error.message}",
+            param=param,
+            code="invalid_value",
+        ) from None
+    except jsonschema.SchemaError:
+        logger.warning("graph_run.unusable_response_schema")  # LangGraph still validates it
+    return value
+
+
+async def _record_pause(graph: CompiledGraph, state: StateSnapshot) -> _PauseRecord:
+    """The answers every task of the pause holds, at every level that has a checkpoint."""
+    checkpointer: Any = graph.checkpointer
+    levels: list[_PausedLevel] = []
+
+    async def visit(snapshot: StateSnapshot) -> None:
+        saved = await checkpointer.aget_tuple(snapshot.config)
+        writes = (saved.pending_writes or []) if saved is not None else []
+        held = {task_id: value for task_id, channel, value in writes if channel == _RESUME_CHANNEL}
+        answers = {task.id: held.get(task.id, []) for task in snapshot.tasks}
+        questions = {
+            task.id: tuple(item.id for item in task.interrupts)
+            for task in snapshot.tasks
+            if task.interrupts
+        }
+        levels.append(_PausedLevel(snapshot.config, answers, questions))
+        for task in snapshot.tasks:
+            if isinstance(task.state, StateSnapshot):
+                await visit(task.state)
+
+    await visit(state)
+    return _PauseRecord(_checkpoint_id(state.config), tuple(levels))
+
+
+def _checkpoint_id(config: RunnableConfig) -> str:
+    return str(config.get("configurable", {}).get("checkpoint_id", ""))
+
+
+async def _after_failed_resume(
+    graph: CompiledGraph,
+    coordinator: RunCoordinator,
+    key: str,
+    paused: _PauseRecord,
+    resume: Resume | None,
+    error: BaseException,
+) -> InvalidRequestError | None:
+    """Keep the run answerable (or its failure visible) after a resume failed or was cancelled.
+
+    Returns the error to raise instead when the graph refused an answer (its `param` names
+    the answer). Never raises: cleanup must not mask the original error.
+    """
+    try:
+        return await asyncio.shield(
+            asyncio.wait_for(
+                _restore_pause(graph, coordinator, key, paused, resume, error),
+                _CLEANUP_TIMEOUT_SECONDS,
+            )
+        )
+    except BaseException as cleanup_error:
+        logger.warning(
+            "graph_run.restore_failed", extra={"error.type": type(cleanup_error).__qualname__}
+        )
+        return None
+
+
+async def _restore_pause(
+    graph: CompiledGraph,
+    coordinator: RunCoordinator,
+    key: str,
+    paused: _PauseRecord,
+    resume: Resume | None,
+    error: BaseException,
+) -> InvalidRequestError | None:
+    checkpointer: Any = graph.checkpointer
+    head = await checkpointer.aget_tuple({"configurable": {"thread_id": key, "checkpoint_ns": ""}})
+    if head is None or _checkpoint_id(head.config) != paused.root_checkpoint_id:
+        if isinstance(error, Exception):
+            # The run moved past the question and then failed: keep the failed checkpoint (it
+            # expires like a pause) so that a retry is told about the failure.
+            await coordinator.mark_paused(key)
+        else:
+            # Cancelled (or its client left) after the question: nothing to answer or retry.
+            await _delete(graph, coordinator, key)
+        return None
+    # Still at the question: put back the answers each task held, which drops the one the
+    # failed attempt saved, so the next answer is the one the node receives.
+    for level in paused.levels:
+        for task_id, answers in level.answers.items():
+            await checkpointer.aput_writes(level.config, [(_RESUME_CHANNEL, answers)], task_id)
+    await coordinator.mark_paused(key)
+    if isinstance(error, InvalidAnswerError) and resume is not None:
+        failed = {
+            task_id for task_id, channel, _ in head.pending_writes if channel == _ERROR_CHANNEL
+        }
+        return InvalidAnswerError(error.message, param=_refused_param(paused, resume, failed))
+    return None
+
+
+def _refused_param(paused: _PauseRecord, resume: Resume, failed_tasks: set[str]) -> str:
+    """Where the refused answer is: the answer to the question of the task that raised."""
+    root = paused.levels[0]
+    for task_id in failed_tasks:
+        for interrupt_id in root.questions.get(task_id, ()):
+            if interrupt_id in resume.answers:
+                return resume.param(interrupt_id)
+    if len(resume.answers) == 1:
+        return resume.param(next(iter(resume.answers)))
+    return "input"
 
 
 async def _has_pending_work(
@@ -179,7 +344,12 @@ async def _has_pending_work(
     state = await graph.aget_state(runnable_config(config, request, checkpointing))
     if turn_id is not None and (state.metadata or {}).get("lgos.turn") != turn_id:
         return False
-    return bool(state.next) and not state.interrupts
+    # A task error means the run failed (or was cancelled), not that its worker died.
+    return (
+        bool(state.next)
+        and not state.interrupts
+        and not any(task.error is not None for task in state.tasks)
+    )
 
 
 async def _latest_checkpoint(

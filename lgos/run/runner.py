@@ -15,12 +15,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError, is_invalid_resume
-from langgraph.types import Command, StreamMode
+from langgraph.types import StreamMode
 
-from lgos.errors import GraphError, InvalidRequestError
-from lgos.events import STATUS_EVENT_TYPE
-from lgos.registry import CompiledGraph, GraphConfig
-from lgos.run.events import (
+from lgos.core.errors import GraphError, InvalidRequestError
+from lgos.core.registry import CompiledGraph, GraphConfig
+from lgos.core.request import GraphRequest
+from lgos.core.run_events import (
     Citation,
     Commentary,
     Finished,
@@ -28,10 +28,10 @@ from lgos.run.events import (
     PendingInterrupt,
     RunEvent,
     TextDelta,
-    Usage,
 )
-from lgos.run.request import REQUEST_CONFIG_KEY, GraphRequest
+from lgos.run.nodes import REQUEST_CONFIG_KEY, STATUS_EVENT_TYPE
 from lgos.run.telemetry import Workflow, run_callbacks
+from lgos.run.usage import UsageCollector
 
 logger = logging.getLogger("lgos.run")
 
@@ -52,7 +52,10 @@ class Checkpointing:
 
 
 def runnable_config(
-    config: GraphConfig, request: GraphRequest, checkpointing: Checkpointing | None
+    config: GraphConfig,
+    request: GraphRequest,
+    checkpointing: Checkpointing | None,
+    usage: UsageCollector | None = None,
 ) -> RunnableConfig:
     configurable: dict[str, Any] = {REQUEST_CONFIG_KEY: request}
     metadata: dict[str, Any] = {"lgos.model": request.model}
@@ -72,6 +75,8 @@ def runnable_config(
         run_name="lgos.graph_run",
     )
     callbacks = run_callbacks(request)  # tracing integrations (Langfuse), when enabled
+    if usage is not None:
+        callbacks = [*callbacks, usage]
     if callbacks:
         run_config["callbacks"] = callbacks
     return run_config
@@ -95,7 +100,8 @@ async def run_graph(
     if graph_input is None and checkpointing is None:
         graph_input = config.request_to_input(request)
     context: Any = config.context_factory(request) if config.context_factory else request.settings
-    run_config = runnable_config(config, request, checkpointing)
+    usage = UsageCollector()
+    run_config = runnable_config(config, request, checkpointing, usage)
     stream: AsyncGenerator[Any, None] = graph.astream(  # type: ignore[assignment]
         graph_input,
         run_config,
@@ -138,9 +144,9 @@ async def run_graph(
                 if checkpointing is None:
                     raise GraphError(f"{request.model} paused but does not declare interrupts")
                 workflow.succeed()
-                yield Interrupted(checkpointing.run_id, pending, "".join(streamed))
+                yield Interrupted(checkpointing.run_id, pending, "".join(streamed), usage.usage())
                 return
-        finished = _finish(config, output, "".join(streamed))
+        finished = _finish(config, output, "".join(streamed), usage)
         workflow.succeed()
     except GraphRecursionError as error:
         workflow.fail(error)
@@ -174,7 +180,7 @@ def _commentary(data: Any) -> str | None:
     return None
 
 
-def _finish(config: GraphConfig, output: Any, streamed: str) -> Finished:
+def _finish(config: GraphConfig, output: Any, streamed: str, usage: UsageCollector) -> Finished:
     if output is None:
         raise GraphError("the graph produced no output")
     message = config.output_to_message(output)
@@ -187,7 +193,7 @@ def _finish(config: GraphConfig, output: Any, streamed: str) -> Finished:
             "the streamed text differs from the final answer; tag private model calls "
             "with 'nostream' so only the answer streams"
         )
-    return Finished(message, text, Usage.from_message(message), Citation.from_message(message))
+    return Finished(message, text, usage.usage(message), Citation.from_message(message))
 
 
 async def _pending_interrupts(
@@ -209,7 +215,3 @@ def _translate(error: BaseException) -> BaseException:
             code="invalid_value",
         )
     return error
-
-
-def resume_command(answers: Mapping[str, Any]) -> Command[Any]:
-    return Command(resume=dict(answers))

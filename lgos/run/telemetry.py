@@ -14,14 +14,13 @@ from __future__ import annotations
 import threading
 import timeit
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import NonRecordingSpan, SpanKind, Status, StatusCode
 
-if TYPE_CHECKING:
-    from lgos.run.request import GraphRequest
+from lgos.core.request import GraphRequest
 
 SCOPE = "lgos"
 DURATION_METRIC = "gen_ai.invoke_workflow.duration"
@@ -133,7 +132,7 @@ class Workflow:
         self._span.end()
 
 
-CallbackFactory = Callable[["GraphRequest"], Sequence[Any]]
+CallbackFactory = Callable[[GraphRequest], Sequence[Any]]
 _callback_factories: list[CallbackFactory] = []
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
 import inspect
 import logging
 import os
@@ -12,20 +11,19 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import timedelta
-from typing import Any
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
+from uvicorn.importer import ImportFromStringError, import_from_string
 
-from lgos.background.protocol import BackgroundBackend
-from lgos.errors import ConfigurationError
-from lgos.registry import GraphFeature, GraphRegistry
-from lgos.run.coordinator import delete_expired_interrupt_runs
-from lgos.serve import LanggraphOpenaiServe
+from lgos.core.background import BackgroundBackend
+from lgos.core.errors import ConfigurationError
+from lgos.core.registry import GraphFeature, GraphRegistry
+from lgos.http.mount import LanggraphOpenaiServe
+from lgos.run.expiry import delete_expired_interrupt_runs, expire_stored_responses
 from lgos.server.resources import ServerResources, open_resources
 from lgos.server.settings import ServerSettings
-from lgos.service.stateful import expire_stored_responses
 
 logger = logging.getLogger("lgos.server")
 
@@ -35,23 +33,14 @@ RegistryFactory = Callable[
 
 
 def import_factory(path: str) -> RegistryFactory:
-    """Import `module:attribute`, from the working directory first (like Uvicorn)."""
-    module_name, _, attribute = path.partition(":")
-    if not module_name or not attribute:
-        raise ConfigurationError(f"registry {path!r}: expected 'module:attribute'")
+    """Import `module:attribute` with Uvicorn's importer, from the working directory first
+    (as Uvicorn does); a bad path is a ConfigurationError naming it."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ConfigurationError(
-            f"registry {path!r}: cannot import {module_name!r}: {error}"
-        ) from error
-    factory: Any = module
-    for part in attribute.split("."):
-        factory = getattr(factory, part, None)
-        if factory is None:
-            raise ConfigurationError(f"registry {path!r}: {module_name!r} has no {attribute!r}")
+        factory = import_from_string(path)
+    except (ImportFromStringError, ImportError) as error:
+        raise ConfigurationError(f"registry {path!r}: {error}") from error
     if not callable(factory):
         raise ConfigurationError(f"registry {path!r} is not callable")
     return factory  # type: ignore[no-any-return]
@@ -80,6 +69,7 @@ async def open_registry(
 async def open_background(
     settings: ServerSettings, registry: GraphRegistry, resources: ServerResources
 ) -> AsyncIterator[BackgroundBackend | None]:
+    """The API side of the configured engine (None: background runs are off)."""
     if settings.BACKGROUND == "none":
         yield None
     elif settings.BACKGROUND == "memory":
@@ -91,13 +81,20 @@ async def open_background(
     elif settings.BACKGROUND == "dbos":
         from lgos.integrations.dbos import open_dbos_client
 
-        async with open_dbos_client(settings, registry, resources) as backend:
+        async with open_dbos_client(require_postgres(settings), resources.events) as backend:
             yield backend
     else:
         from lgos.integrations.hatchet import open_hatchet_client
 
-        async with open_hatchet_client(settings, registry, resources) as backend:
+        async with open_hatchet_client(resources.events) as backend:
             yield backend
+
+
+def require_postgres(settings: ServerSettings) -> str:
+    """DBOS keeps its queue in PostgreSQL: the URI, or a ConfigurationError."""
+    if not settings.POSTGRES_URI:
+        raise ConfigurationError("LGOS_BACKGROUND=dbos needs LGOS_POSTGRES_URI")
+    return settings.POSTGRES_URI
 
 
 async def sweep_expired_interrupts(
@@ -175,7 +172,7 @@ def create_app(
             LanggraphOpenaiServe(
                 registry,
                 app,
-                checkpoint_scope=header_scope(settings.SCOPE_HEADER),
+                owner_scope=header_scope(settings.SCOPE_HEADER),
                 background=background,
                 store=resources.response_store,
                 store_by_default=settings.STORE_RESPONSES,

@@ -17,7 +17,7 @@ from typing import Any
 
 from opentelemetry import trace
 
-from lgos import context
+from lgos.core import log_fields
 
 # LogRecord attributes that are not user extras.
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
@@ -31,7 +31,7 @@ class RequestContextFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         fields = record.__dict__
-        for key, value in context.current().items():
+        for key, value in log_fields.current().items():
             fields.setdefault(key, value)
         span_context = trace.get_current_span().get_span_context()
         if span_context.is_valid and "trace_id" not in fields:

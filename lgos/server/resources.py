@@ -11,9 +11,11 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from lgos.run.coordinator import InMemoryRunCoordinator, RunCoordinator
+from lgos.core.background import ResponseEventLog
+from lgos.core.coordinator import InMemoryRunCoordinator, RunCoordinator
+from lgos.core.stored import ResponseStore
+from lgos.core.stored_memory import InMemoryResponseStore
 from lgos.server.settings import ServerSettings
-from lgos.stored import InMemoryResponseStore, ResponseStore
 
 logger = logging.getLogger("lgos.server")
 
@@ -28,6 +30,8 @@ class ServerResources:
     settings: ServerSettings
     # The PostgreSQL connection pool when LGOS_POSTGRES_URI is set (for engines sharing it).
     pool: Any = None
+    # The event log of streamed background Responses in that database (None without one).
+    events: ResponseEventLog | None = None
     # Stored Responses and Conversations (in memory when None).
     response_store: ResponseStore | None = None
 
@@ -35,10 +39,21 @@ class ServerResources:
 @asynccontextmanager
 async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResources]:
     if settings.POSTGRES_URI:
-        from lgos.integrations.postgres import open_postgres_resources
+        from lgos.integrations.postgres import open_postgres
+        from lgos.integrations.postgres_stored import PostgresResponseStore
 
-        async with open_postgres_resources(settings) as resources:
-            yield resources
+        async with open_postgres(
+            settings.POSTGRES_URI, pool_size=settings.POSTGRES_POOL_SIZE
+        ) as postgres:
+            yield ServerResources(
+                checkpointer=postgres.checkpointer,
+                store=postgres.store,
+                run_coordinator=postgres.run_coordinator,
+                settings=settings,
+                pool=postgres.pool,
+                events=postgres.events,
+                response_store=PostgresResponseStore(postgres.pool),
+            )
         return
     logger.warning(
         "server.persistence.in_memory",

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
-from lgos.errors import ConfigurationError
+from lgos.core.errors import ConfigurationError
 
 PREFIX = "LGOS_"
 

@@ -15,13 +15,16 @@ import logging.config
 import os
 import signal
 import socket
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import timedelta
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from lgos.errors import ConfigurationError
-from lgos.server.app import RegistryFactory, import_factory, open_registry
+from lgos.background.executor import DurableRuns, JobExecutor
+from lgos.core.errors import ConfigurationError
+from lgos.server.app import RegistryFactory, import_factory, open_registry, require_postgres
 from lgos.server.logging import logging_config
 from lgos.server.resources import open_resources
 from lgos.server.settings import ServerSettings
@@ -56,27 +59,46 @@ def worker_resources_settings(settings: ServerSettings) -> ServerSettings:
     return settings
 
 
+@asynccontextmanager
+async def open_executor(
+    factory: RegistryFactory, settings: ServerSettings
+) -> AsyncIterator[JobExecutor]:
+    """What every engine's worker runs jobs with: the same resources and registry factory as
+    `lgos serve`, every background run checkpointed (`DurableRuns`), and the event log."""
+    async with AsyncExitStack() as stack:
+        resources = await stack.enter_async_context(open_resources(settings))
+        registry = await stack.enter_async_context(open_registry(factory, resources))
+        yield JobExecutor(
+            registry=registry,
+            durable=DurableRuns(resources.checkpointer, resources.run_coordinator),
+            events=resources.events,
+        )
+
+
 def run_worker(registry_path: str, settings: ServerSettings) -> None:
     """Blocks until SIGTERM/SIGINT. Raises ConfigurationError for a bad setup."""
     logging.config.dictConfig(logging_config())
     factory = import_factory(registry_path)
     worker_settings = WorkerSettings()
+    settings = worker_resources_settings(settings)
     if settings.BACKGROUND == "hatchet":
         from lgos.integrations.hatchet import run_hatchet_worker
 
-        # Hatchet's worker owns its event loop (it refuses to start inside a running one).
-        run_hatchet_worker(factory, worker_resources_settings(settings), worker_settings)
+        run_hatchet_worker(
+            lambda: open_executor(factory, settings),
+            name=worker_settings.ID or "lgos-background-worker",
+            slots=settings.WORKER_SLOTS,
+        )
         return
     if settings.BACKGROUND != "dbos":
         raise ConfigurationError("lgos worker needs LGOS_BACKGROUND=dbos or hatchet")
-    if not settings.POSTGRES_URI:
-        # Checked before the registry factory runs: DBOS keeps its queue in that database.
-        raise ConfigurationError("LGOS_BACKGROUND=dbos needs LGOS_POSTGRES_URI")
-    asyncio.run(_run_dbos(factory, worker_resources_settings(settings), worker_settings))
+    # Checked before the registry factory runs: DBOS keeps its queue in that database.
+    uri = require_postgres(settings)
+    asyncio.run(_run_dbos(uri, factory, settings, worker_settings))
 
 
 async def _run_dbos(
-    factory: RegistryFactory, settings: ServerSettings, worker_settings: WorkerSettings
+    uri: str, factory: RegistryFactory, settings: ServerSettings, worker_settings: WorkerSettings
 ) -> None:
     from lgos.integrations.dbos import DBOSWorker
 
@@ -84,15 +106,14 @@ async def _run_dbos(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with AsyncExitStack() as stack:
-        resources = await stack.enter_async_context(open_resources(settings))
-        registry = await stack.enter_async_context(open_registry(factory, resources))
+    async with open_executor(factory, settings) as executor:
         worker = DBOSWorker(
-            settings,
-            registry,
-            resources,
+            uri,
+            executor,
             executor_id=worker_settings.executor_id(),
+            slots=settings.WORKER_SLOTS,
             recovery_interval=worker_settings.RECOVERY_INTERVAL_SECONDS,
+            retention=timedelta(days=settings.BACKGROUND_RETENTION_DAYS),
         )
         await worker.run(stop, shutdown_grace=worker_settings.SHUTDOWN_GRACE_SECONDS)
     logger.info("worker.stopped")

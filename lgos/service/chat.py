@@ -3,31 +3,25 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from typing import Any
 
-from lgos.errors import LgosError
-from lgos.registry import GraphRegistry
-from lgos.run.events import Finished, Interrupted, TextDelta
-from lgos.service.execution import (
-    PeekedEvents,
-    graph_request,
-    plan_run,
-    run_events,
-    run_to_end,
-    start_stream,
-)
-from lgos.wire.chat import ChatEncoder, DecodedChatRequest
-from lgos.wire.sse import DONE
+from lgos.core.errors import LgosError
+from lgos.core.registry import GraphRegistry
+from lgos.core.run_events import Finished, Interrupted, RunEvent, TextDelta
+from lgos.service.runs import graph_request, plan_run, run_events, run_to_end, start_stream
+from lgos.wire.chat_decoder import DecodedChatRequest
+from lgos.wire.chat_encoder import ChatEncoder
+from lgos.wire.sse import DONE, data_event
 
 logger = logging.getLogger("lgos.chat")
 
 
 def _events(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str, streaming: bool
-) -> Any:
+) -> AsyncIterator[RunEvent]:
     config = registry.get(decoded.body.model)
-    plan = plan_run(config, answers=decoded.answers)
+    plan = plan_run(config, answers=decoded.answers, answer_params=decoded.answer_params)
     request = graph_request(config, decoded)
     return run_events(registry, config, request, plan, scope=scope, streaming=streaming)
 
@@ -41,26 +35,26 @@ async def create(
 
 async def open_stream(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str, patience: float
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     events = await start_stream(_events(registry, decoded, scope=scope, streaming=True), patience)
     encoder = ChatEncoder(decoded.body.model, include_usage=decoded.include_usage)
     return _frames(decoded, encoder, events)
 
 
 async def _frames(
-    decoded: DecodedChatRequest, encoder: ChatEncoder, events: PeekedEvents
-) -> AsyncIterator[bytes]:
-    yield encoder.start()
+    decoded: DecodedChatRequest, encoder: ChatEncoder, events: AsyncIterable[RunEvent]
+) -> AsyncGenerator[bytes]:
+    yield data_event(encoder.start())
     try:
         async for event in events:
             if type(event) is TextDelta:
-                yield encoder.text_delta(event.text)
+                yield data_event(encoder.text_delta(event.text))
             elif isinstance(event, Finished | Interrupted):
-                for frame in encoder.end(event):
-                    yield frame
+                for chunk in encoder.end(event):
+                    yield data_event(chunk)
     except LgosError as error:
-        yield encoder.error(error.message)
+        yield data_event(encoder.error(error.message))
     except Exception:
         logger.exception("chat_completion.stream_failed", extra={"model": decoded.body.model})
-        yield encoder.error()
+        yield data_event(encoder.error())
     yield DONE

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from lgos.errors import NotFoundError
-from lgos.registry import GraphRegistry
+from lgos.core.errors import NotFoundError
+from lgos.core.registry import GraphRegistry
+from lgos.core.stored import StoredConversation, now
 from lgos.service.stateful import Page, StatefulResponses
-from lgos.stored.protocol import StoredConversation, now
 from lgos.wire import conversations as wire
 from lgos.wire import ids, items
 

@@ -1,19 +1,19 @@
-"""The Responses API: one request from decoded body to a Response object or SSE frames."""
+"""The Responses API: one request from decoded body to a Response object or stream events."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from lgos.errors import InvalidRequestError, LgosError
-from lgos.registry import GraphConfig, GraphRegistry
-from lgos.run.events import Commentary, Finished, Interrupted, RunEvent, TextDelta
-from lgos.run.request import GraphRequest
-from lgos.service.execution import (
-    PeekedEvents,
+from lgos.core.errors import InvalidRequestError, LgosError
+from lgos.core.registry import GraphConfig, GraphRegistry
+from lgos.core.request import GraphRequest
+from lgos.core.run_events import Commentary, Finished, Interrupted, RunEvent, TextDelta
+from lgos.service.runs import (
     RunPlan,
     graph_request,
     plan_run,
@@ -22,14 +22,15 @@ from lgos.service.execution import (
     start_stream,
 )
 from lgos.wire import ids
-from lgos.wire.errors import SERVER_ERROR_MESSAGE
-from lgos.wire.responses import (
-    ResponseContext,
+from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE
+from lgos.wire.responses_decoder import DecodedResponsesRequest
+from lgos.wire.responses_encoder import (
+    ResponseEcho,
     ResponsesStream,
     final_output,
     interrupt_items,
 )
-from lgos.wire.responses_request import DecodedResponsesRequest
+from lgos.wire.sse import named_event
 
 logger = logging.getLogger("lgos.responses")
 
@@ -66,13 +67,17 @@ class PreparedResponse:
     decoded: DecodedResponsesRequest
     config: GraphConfig
     plan: RunPlan
-    context: ResponseContext
+    echo: ResponseEcho
     request: GraphRequest
     turn: Turn = STATELESS
 
     @property
     def model(self) -> str:
         return self.decoded.body.model
+
+    def with_response_id(self, response_id: str) -> PreparedResponse:
+        """The same request answered under another id (a background run's, once submitted)."""
+        return dataclasses.replace(self, echo=dataclasses.replace(self.echo, id=response_id))
 
 
 def prepare(
@@ -96,6 +101,7 @@ def prepare(
     plan = plan_run(
         config,
         answers=decoded.answers,
+        answer_params=decoded.answer_params,
         previous_run_id=previous.run_id if previous and decoded.answers is not None else None,
         run_id=run_id or turn.thread_run_id,
         checkpoint_id=turn.checkpoint_id,
@@ -107,17 +113,17 @@ def prepare(
         response_id = (
             str(ids.run_response_id(plan.run_id)) if plan.run_id is not None else ids.response_id()
         )
-    context = response_context(decoded, response_id, store=turn.store)
-    return PreparedResponse(decoded, config, plan, context, request, turn)
+    echo = response_echo(decoded, response_id, store=turn.store)
+    return PreparedResponse(decoded, config, plan, echo, request, turn)
 
 
-def response_context(
+def response_echo(
     decoded: DecodedResponsesRequest, response_id: str, *, store: bool | None = None
-) -> ResponseContext:
+) -> ResponseEcho:
     body = decoded.body
     if store is None:  # a background Response is always kept
         store = decoded.background or body.store is not False
-    return ResponseContext(
+    return ResponseEcho(
         id=response_id,
         model=body.model,
         instructions=body.instructions,
@@ -149,7 +155,7 @@ def _events(
         scope=scope,
         streaming=streaming,
         continue_existing=continue_existing,
-        turn_id=prepared.context.id,
+        turn_id=prepared.echo.id,
     )
 
 
@@ -177,16 +183,12 @@ async def run(
         registry, prepared, scope=scope, streaming=False, continue_existing=continue_existing
     )
     event = await run_to_end(events)
-    if isinstance(event, Finished):
-        output = final_output(event)
-        usage = event.usage
-    else:
-        output, usage = interrupt_items(event), None
-    return prepared.context.snapshot("completed", output, usage=usage), event.checkpoint_id
+    output = final_output(event) if isinstance(event, Finished) else interrupt_items(event)
+    return prepared.echo.snapshot("completed", output, usage=event.usage), event.checkpoint_id
 
 
-# Called when a stream ends: every frame sent, and the checkpoint a kept thread ended on.
-StreamEnd = Callable[[list[bytes], str | None], Awaitable[None]]
+# Called when a stream ends: every event sent, and the checkpoint a kept thread ended on.
+StreamEnd = Callable[[list[dict[str, Any]], str | None], Awaitable[None]]
 
 
 async def open_stream(
@@ -196,17 +198,18 @@ async def open_stream(
     scope: str,
     patience: float,
     on_end: StreamEnd | None = None,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     """Start the run; raise request errors now, then return the SSE frames."""
-    events = _events(registry, prepared, scope=scope, streaming=True)
-    return _frames(prepared, await start_stream(events, patience), on_end)
+    events = await start_stream(_events(registry, prepared, scope=scope, streaming=True), patience)
+    return _frames(prepared, events, on_end)
 
 
 async def _frames(
-    prepared: PreparedResponse, events: PeekedEvents, on_end: StreamEnd | None
-) -> AsyncIterator[bytes]:
-    stream = ResponsesStream(prepared.context)
-    sent: list[bytes] | None = [] if on_end is not None else None
+    prepared: PreparedResponse, events: AsyncIterable[RunEvent], on_end: StreamEnd | None
+) -> AsyncGenerator[bytes]:
+    stream = ResponsesStream(prepared.echo)
+    # What a stored stream keeps: every event sent, and where a kept thread ended.
+    sent: list[dict[str, Any]] | None = [] if on_end is not None else None
     ended_on: list[str | None] = [None]
 
     async def watched() -> AsyncIterator[RunEvent]:
@@ -215,16 +218,16 @@ async def _frames(
                 ended_on[0] = event.checkpoint_id
             yield event
 
-    for frame in stream.start():
+    for event in stream.start():
         if sent is not None:
-            sent.append(frame)
-        yield frame
-    async with aclosing(frame_batches(prepared, watched(), stream)) as batches:
+            sent.append(event)
+        yield named_event(event)
+    async with aclosing(event_batches(prepared, watched(), stream)) as batches:
         async for batch in batches:
             if sent is not None:
                 sent.extend(batch)
-            for frame in batch:
-                yield frame
+            for event in batch:
+                yield named_event(event)
     if on_end is not None and sent is not None:
         await on_end(sent, ended_on[0])
 
@@ -236,24 +239,25 @@ def stream_run(
     *,
     scope: str,
     continue_existing: bool = False,
-) -> AsyncGenerator[list[bytes]]:
-    """Run with streaming and encode into `stream`, one list of frames per run event (the
-    streamed background path: the caller sends the stream's first events itself)."""
+) -> AsyncGenerator[list[dict[str, Any]]]:
+    """Run with streaming and encode into `stream`, one list of stream events per run event
+    (the streamed background path: the caller sends the stream's first events itself)."""
     events = _events(
         registry, prepared, scope=scope, streaming=True, continue_existing=continue_existing
     )
-    return frame_batches(prepared, events, stream)
+    return event_batches(prepared, events, stream)
 
 
-async def frame_batches(
+async def event_batches(
     prepared: PreparedResponse, events: AsyncIterable[RunEvent], stream: ResponsesStream
-) -> AsyncGenerator[list[bytes]]:
-    """The frames of each run event; a failing run ends with `error` and `response.failed`."""
+) -> AsyncGenerator[list[dict[str, Any]]]:
+    """The stream events of each run event; a failing run ends with `error` and
+    `response.failed`."""
     try:
         async for event in events:
-            frames = _encode(stream, event)
-            if frames:
-                yield frames
+            encoded = _encode(stream, event)
+            if encoded:
+                yield encoded
     except LgosError as error:
         yield stream.failed(error.message, error.code or "invalid_request")
     except Exception:
@@ -261,7 +265,7 @@ async def frame_batches(
         yield stream.failed(SERVER_ERROR_MESSAGE)
 
 
-def _encode(stream: ResponsesStream, event: RunEvent) -> list[bytes]:
+def _encode(stream: ResponsesStream, event: RunEvent) -> list[dict[str, Any]]:
     if type(event) is TextDelta:
         return stream.text_delta(event.text)
     if isinstance(event, Commentary):

@@ -13,19 +13,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lgos.background.events import frame_event
-from lgos.background.protocol import BackgroundBackend
-from lgos.errors import ConflictError, InvalidRequestError, NotFoundError
-from lgos.registry import GraphConfig, GraphRegistry
+from lgos.core.background import BackgroundBackend
+from lgos.core.errors import ConflictError, InvalidRequestError, NotFoundError
+from lgos.core.registry import GraphConfig, GraphRegistry
+from lgos.core.stored import Order, ResponseStore, StoredConversation, StoredResponse, now
+from lgos.core.stored_memory import page as paginate
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.service.responses import PreparedResponse, Turn
-from lgos.stored.memory import page as paginate
-from lgos.stored.protocol import Order, ResponseStore, StoredConversation, StoredResponse, now
 from lgos.wire import ids, items
-from lgos.wire.responses_request import DecodedResponsesRequest
+from lgos.wire.responses_decoder import DecodedResponsesRequest
 
 logger = logging.getLogger("lgos.stateful")
 
@@ -172,7 +170,7 @@ class StatefulResponses:
         response: dict[str, Any],
         *,
         checkpoint_id: str | None = None,
-        frames: Sequence[bytes] | None = None,
+        events: Sequence[dict[str, Any]] | None = None,
     ) -> None:
         """Keep a finished foreground Response (when stored) and extend its conversation."""
         turn = prepared.turn
@@ -180,7 +178,6 @@ class StatefulResponses:
             return
         input_items = items.input_items(prepared.decoded.body)
         if turn.store:
-            events = [frame_event(frame) for frame in frames] if frames is not None else None
             await self.store.put_response(
                 StoredResponse(
                     id=response["id"],
@@ -325,22 +322,3 @@ async def delete_thread(config: GraphConfig, thread_id: str) -> None:
 def _stored_output(response: dict[str, Any]) -> list[dict[str, Any]]:
     """A Response's output items, which are valid conversation items and input as they are."""
     return [dict(item) for item in response.get("output") or []]
-
-
-async def expire_stored_responses(
-    store: ResponseStore, checkpointer: Any, *, older_than: timedelta, batch_size: int = 500
-) -> int:
-    """The retention sweep: delete Responses and Conversations older than `older_than`, and
-    the checkpoints of kept threads unused that long. Returns how many records went."""
-    cutoff = int((datetime.now(UTC) - older_than).timestamp())
-    total = 0
-    while True:
-        deleted, threads = await store.expire(cutoff, batch_size)
-        remove = getattr(checkpointer, "adelete_thread", None)
-        for thread_id in threads:
-            if remove is not None:
-                await remove(thread_id)
-            await store.forget_thread(thread_id)
-        total += deleted
-        if deleted < batch_size and len(threads) < batch_size:
-            return total

@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import Field
 
-from lgos.errors import InvalidRequestError
-from lgos.stored.protocol import StoredConversation
-from lgos.wire.responses_request import InputItem, MessageItem, UnsupportedItem, UnsupportedPart
-from lgos.wire.validation import StrictBody, check_metadata, unsupported_content, validate
+from lgos.core.errors import InvalidRequestError
+from lgos.core.stored import StoredConversation
+from lgos.wire.decoding import StrictBody, check_metadata, unsupported_content, validate
+from lgos.wire.responses_decoder import InputItem, MessageItem, UnsupportedItem, UnsupportedPart
 
 MAX_ITEMS_PER_REQUEST = 20
 _TAGS = frozenset(

@@ -3,20 +3,31 @@
 A Response that belongs to a run (a pausable graph, or a background job) has a 64-hex body:
 `resp_<run uuid hex><nonce uuid hex>`. The run id finds the checkpoint; for background
 Responses the nonce is the engine's run UUID, so any API instance can answer for any id
-without a lookup table. Interrupt call ids carry the run too: `call_<run hex><interrupt id>`,
-which lets Chat Completions clients (who have no previous_response_id) resume a pause.
+without a lookup table. Interrupt call ids carry the run too (see `wire.interrupts`).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 import uuid
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 
-_HEX32 = re.compile(r"[0-9a-f]{32}")
 _RUN_RESPONSE = re.compile(r"resp_([0-9a-f]{32})([0-9a-f]{32})")
 _CONVERSATION = re.compile(r"conv_([0-9a-f]{32})")
-_INTERRUPT_CALL = re.compile(r"call_([0-9a-f]{32})([0-9a-f]{32})")
+
+
+@functools.cache
+def system_fingerprint() -> str:
+    """`fp_` and ten hex digits, like OpenAI's; it names the LGOS release that served the
+    completion, so it changes only when LGOS does (the graphs' code is not part of it)."""
+    try:
+        release = version("lgos")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        release = "0.0.0"
+    return "fp_" + hashlib.sha256(f"lgos {release}".encode()).hexdigest()[:10]
 
 
 def new_hex() -> str:
@@ -76,19 +87,3 @@ def parse_run_response_id(value: str) -> RunResponseId | None:
     if match is None:
         return None
     return RunResponseId(match[1], match[2])
-
-
-def interrupt_call_id(run_id: str, interrupt_id: str) -> str:
-    return f"call_{run_id}{interrupt_id}"
-
-
-def parse_interrupt_call_id(value: str) -> tuple[str, str] | None:
-    """(run id, LangGraph interrupt id), or None when it is not an interrupt call id."""
-    match = _INTERRUPT_CALL.fullmatch(value)
-    if match is None:
-        return None
-    return match[1], match[2]
-
-
-def is_run_id(value: str) -> bool:
-    return _HEX32.fullmatch(value) is not None

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lgos.wire import ids
-from lgos.wire.responses_request import (
+from lgos.wire.responses_decoder import (
     FunctionCallItem,
     FunctionCallOutputItem,
     MessageItem,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lgos.registry import GraphConfig, GraphRegistry
+from lgos.core.registry import GraphConfig, GraphRegistry
 
 # A fixed creation time: graphs have no meaningful one, and a stable value keeps the listing
 # cacheable by gateways.

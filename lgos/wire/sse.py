@@ -10,9 +10,9 @@ PING = b": ping\n\n"
 DONE = b"data: [DONE]\n\n"
 
 
-def named_event(event_type: str, payload: dict[str, Any]) -> bytes:
-    """`event: <type>` + `data: <json>`; the Responses API names every event."""
-    return b"event: " + event_type.encode() + b"\ndata: " + to_json(payload) + b"\n\n"
+def named_event(event: dict[str, Any]) -> bytes:
+    """`event: <type>` + `data: <json>`; the Responses API names every event by its `type`."""
+    return b"event: " + str(event["type"]).encode() + b"\ndata: " + to_json(event) + b"\n\n"
 
 
 def data_event(payload: dict[str, Any]) -> bytes:

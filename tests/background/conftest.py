@@ -9,42 +9,22 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from openai import AsyncOpenAI
 
-from tests.server.processes import ServerProcess, clean_environment
 from tests.support.postgres import temporary_database
+from tests.support.processes import START_TIMEOUT, Process, clean_environment, lgos
 
-ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = "tests.background.registry:create_registry"
-LGOS = str(Path(sys.executable).parent / "lgos")
 WORKER_SLOTS = 2
-START_TIMEOUT = 90.0
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-def spawn(command: str, env: dict[str, str], *args: str) -> ServerProcess:
-    process = subprocess.Popen(
-        [LGOS, command, REGISTRY, *args],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    return ServerProcess(process)
+def spawn(command: str, env: dict[str, str], *args: str) -> Process:
+    return lgos(command, REGISTRY, *args, env=env)
 
 
 def is_message(name: str) -> Any:
@@ -66,8 +46,8 @@ class Deployment:
             LGOS_INTERRUPT_SWEEP_INTERVAL_MINUTES="0",
             PYTHONUNBUFFERED="1",
         )
-        self.apis: list[ServerProcess] = []
-        self.workers: dict[str, ServerProcess] = {}
+        self.apis: list[Process] = []
+        self.workers: dict[str, Process] = {}
         self._clients: dict[int, AsyncOpenAI] = {}
         self._api_count = apis
         self._worker_ids = [f"test-worker-{index}" for index in range(workers)]
@@ -92,7 +72,7 @@ class Deployment:
         for worker in self.workers.values():
             worker.wait_for_record(is_message("worker.started"), timeout=START_TIMEOUT)
 
-    def worker_with_pid(self, pid: int) -> ServerProcess:
+    def worker_with_pid(self, pid: int) -> Process:
         for worker in self.workers.values():
             if worker.process.pid == pid:
                 return worker

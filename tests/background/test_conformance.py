@@ -17,7 +17,12 @@ from openai.types.responses import Response
 
 from tests.background.conftest import Deployment
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.processes,
+    pytest.mark.timeout(600),
+]
 
 DEADLINE_SECONDS = 60.0
 NO_DELAY = {"lgos_settings": '{"delay_seconds": 0}'}
@@ -418,3 +423,54 @@ async def test_background_stream_needs_store(deployment: Deployment) -> None:
             metadata=NO_DELAY,
         )
     assert caught.value.param == "store"
+
+
+async def _created_at_across_polls(
+    deployment: Deployment, response_id: str, status: str, first: int
+) -> None:
+    """Retrieve on every API until the clock has passed `first` by a second or more; each
+    poll must still be in `status` and report `first` as its creation time."""
+
+    async def clock_moved_on() -> bool:
+        for api in range(len(deployment.apis)):
+            polled = await deployment.client(api).responses.retrieve(response_id)
+            assert polled.status == status
+            assert polled.created_at == first, (polled.created_at, first)
+        return time.time() >= first + 2
+
+    await eventually(clock_moved_on, f"{response_id}: the clock to move on while {status}")
+
+
+async def test_created_at_is_the_create_time_in_every_state(deployment: Deployment) -> None:
+    client = deployment.client()
+    held, waiting_topic = topic(), topic()
+    # Fill every worker slot with a held run, so one more run stays queued.
+    blockers = [
+        await client.responses.create(model="gated-steps", input=held, background=True)
+        for _ in range(deployment.slots)
+    ]
+    if blockers:
+        await eventually(
+            lambda: _count(deployment, held, "step_2", "started", deployment.slots),
+            "every slot to be busy",
+        )
+        running = blockers[0]
+        await _created_at_across_polls(deployment, running.id, "in_progress", running.created_at)
+        queued = await client.responses.create(
+            model="gated-steps", input=waiting_topic, background=True
+        )
+        await _created_at_across_polls(deployment, queued.id, "queued", queued.created_at)
+        await deployment.open_gate(held)
+    else:  # the in-memory engine starts every run at once: nothing ever waits in a queue
+        queued = await client.responses.create(
+            model="gated-steps", input=waiting_topic, background=True
+        )
+        await step_seen(deployment, waiting_topic, "step_2", "started")
+        await _created_at_across_polls(deployment, queued.id, "in_progress", queued.created_at)
+    await deployment.open_gate(waiting_topic)
+    for created in [*blockers, queued]:
+        done = await finished(deployment, created.id)
+        assert done.status == "completed"
+        assert done.created_at == created.created_at
+        assert done.completed_at is not None
+        assert done.completed_at >= done.created_at

@@ -20,20 +20,24 @@ from hatchet_sdk.clients.rest.exceptions import NotFoundException
 from langgraph.checkpoint.memory import InMemorySaver
 
 from demo.graphs.review import DelaySettings, background_mock_graph
-from lgos import GraphConfig, GraphFeature, GraphRegistry, InMemoryRunCoordinator
-from lgos.background.events import InMemoryResponseEventLog
-from lgos.background.executor import DurableRuns
-from lgos.background.protocol import BackgroundJob, digest, event_log, request_digest
-from lgos.errors import ConfigurationError
+from lgos import (
+    ConfigurationError,
+    GraphConfig,
+    GraphFeature,
+    GraphRegistry,
+    InMemoryRunCoordinator,
+)
+from lgos.background.executor import DurableRuns, JobExecutor
+from lgos.background.memory import InMemoryResponseEventLog
+from lgos.core.background import BackgroundJob, digest, event_log, request_digest
+from lgos.http.mount import LanggraphOpenaiServe
 from lgos.integrations.hatchet import (
     TASK_NAME,
     HatchetBackgroundBackend,
     HatchetJobInput,
-    HatchetWorkerState,
     check_engine_version,
     create_hatchet_task,
 )
-from lgos.serve import LanggraphOpenaiServe
 from lgos.wire import ids
 
 pytestmark = pytest.mark.anyio
@@ -96,7 +100,7 @@ async def test_task_body_streams_a_streamed_job_into_the_event_log(hatchet: Hatc
     events = InMemoryResponseEventLog()
     output = await task.aio_mock_run(
         input=HatchetJobInput(job=streamed.model_dump(mode="json"), idempotency_key="k"),
-        lifespan=HatchetWorkerState(registry=registry(), events=events),
+        lifespan=JobExecutor(registry=registry(), events=events),
     )
     parsed = ids.parse_run_response_id(output["id"])
     assert parsed is not None
@@ -158,7 +162,7 @@ async def test_task_body_returns_the_response(hatchet: Hatchet, durable: bool) -
     runs = DurableRuns(InMemorySaver(), InMemoryRunCoordinator()) if durable else None
     output = await task.aio_mock_run(
         input=HatchetJobInput(job=the_job.model_dump(mode="json"), idempotency_key="k"),
-        lifespan=HatchetWorkerState(registry=registry(), durable=runs),
+        lifespan=JobExecutor(registry=registry(), durable=runs),
     )
     assert output["status"] == "completed"
     assert output["output"][0]["content"][0]["text"] == "Background report for: Quarterly risks"
@@ -167,7 +171,7 @@ async def test_task_body_returns_the_response(hatchet: Hatchet, durable: bool) -
 
 async def test_task_body_refuses_a_worker_without_state(hatchet: Hatchet) -> None:
     task = create_hatchet_task(hatchet)
-    with pytest.raises(RuntimeError, match="HatchetWorkerState"):
+    with pytest.raises(RuntimeError, match="JobExecutor"):
         await task.aio_mock_run(
             input=HatchetJobInput(job=job().model_dump(mode="json"), idempotency_key="k"),
             lifespan={"registry": registry()},

@@ -18,14 +18,19 @@ import pytest
 from dbos import DBOSClient
 from psycopg_pool import AsyncConnectionPool
 
-from lgos.background.events import PostgresResponseEventLog
 from lgos.integrations.dbos import DBOSBackgroundBackend, _sqlalchemy_url
+from lgos.integrations.postgres import PostgresResponseEventLog
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.wire import ids
 from tests.background.conftest import Deployment, is_message
 from tests.background.test_conformance import NO_DELAY, finished, step_seen, topic
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.processes,
+    pytest.mark.timeout(600),
+]
 
 
 @pytest.fixture

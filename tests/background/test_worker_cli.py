@@ -6,14 +6,17 @@ import subprocess
 
 import pytest
 
-from tests.background.conftest import LGOS, REGISTRY, ROOT
-from tests.server.processes import clean_environment
+from tests.background.conftest import REGISTRY
+from tests.support.processes import LGOS, REPO, clean_environment
+
+# Starts real processes (or a browser): slower than the suite-wide timeout on a busy host.
+pytestmark = pytest.mark.timeout(600)
 
 
 def run_worker(**env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [LGOS, "worker", REGISTRY],
-        cwd=ROOT,
+        cwd=REPO,
         env=clean_environment(**env),
         capture_output=True,
         text=True,
@@ -45,7 +48,7 @@ def test_hatchet_worker_needs_a_token(tmp_path: object) -> None:
 def test_worker_names_a_bad_registry() -> None:
     result = subprocess.run(
         [LGOS, "worker", "no_such_module:create"],
-        cwd=ROOT,
+        cwd=REPO,
         env=clean_environment(LGOS_BACKGROUND="dbos"),
         capture_output=True,
         text=True,

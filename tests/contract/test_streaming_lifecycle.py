@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import anyio
-import httpx
+import httpx2
 import pytest
 from fastapi import FastAPI
 from openai import AsyncOpenAI
 
 from lgos import LanggraphOpenaiServe
-from tests.server.processes import clean_environment, serving
 from tests.support.graphs import Probe, build_registry
-from tests.support.servers import REPO, serve_in_process
+from tests.support.processes import REPO, clean_environment, serving
+from tests.support.servers import serve_in_process
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +25,7 @@ async def test_a_client_that_disconnects_cancels_the_graph(
         body["input"] = "go"
     else:
         body["messages"] = [{"role": "user", "content": "go"}]
-    async with serve_in_process(app) as url, httpx.AsyncClient(base_url=url) as http:
+    async with serve_in_process(app) as url, httpx2.AsyncClient(base_url=url) as http:
         async with http.stream("POST", path, json=body) as response:
             assert response.status_code == 200
             async for line in response.aiter_lines():
@@ -45,7 +45,7 @@ async def test_idle_streams_get_keep_alive_comments() -> None:
     body = {"model": "blocking", "input": "go", "stream": True}
     async with (
         serve_in_process(app) as url,
-        httpx.AsyncClient(base_url=url) as http,
+        httpx2.AsyncClient(base_url=url) as http,
         http.stream("POST", "/v1/responses", json=body) as response,
     ):
         lines = []

@@ -13,11 +13,6 @@ from tests.demo.support import demo_app, sdk_client
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def app(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FastAPI]:
     # The demo graphs would switch to a real model if a developer's shell configures one.
     for variable in (MODEL_VARIABLE, API_KEY_VARIABLE, BASE_URL_VARIABLE):

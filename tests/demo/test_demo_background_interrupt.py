@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, BadRequestError
 
 from tests.demo.support import poll, review_calls, settings
 
@@ -52,3 +53,36 @@ async def test_approved_report_is_finished(client: AsyncOpenAI) -> None:
 async def test_rejected_report_is_not_finished(client: AsyncOpenAI) -> None:
     _, answer, _ = await _review(client, " REJECT ")
     assert answer == "The report on 'Quarterly risks' was rejected."
+
+
+async def test_a_typo_is_refused_and_the_review_stays_answerable(client: AsyncOpenAI) -> None:
+    pending = await poll(
+        client,
+        await client.responses.create(
+            model=MODEL, input="Quarterly risks", background=True, metadata=FAST
+        ),
+    )
+    (call,) = review_calls(pending)
+
+    def answering(output: str) -> dict[str, Any]:
+        return {
+            "model": MODEL,
+            "previous_response_id": pending.id,
+            "input": [{"type": "function_call_output", "call_id": call.call_id, "output": output}],
+            "metadata": FAST,
+        }
+
+    with pytest.raises(BadRequestError) as raised:
+        await client.responses.create(**answering("maybe"))
+    assert raised.value.param == "input[0].output"
+    assert "Answer 'approve' or 'reject', not 'maybe'." in raised.value.message
+    refused = await poll(
+        client, await client.responses.create(**answering("maybe"), background=True)
+    )
+    assert refused.status == "failed"
+    assert refused.error is not None
+    assert refused.error.message == "Answer 'approve' or 'reject', not 'maybe'."
+    finished = await poll(
+        client, await client.responses.create(**answering("approve"), background=True)
+    )
+    assert finished.output_text == "Background report for: Quarterly risks"

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
-import anyio
-import httpx2
 import pytest
 
 from demo.corpus import default_corpus
@@ -23,8 +16,9 @@ from demo.graphs.models import (
     chat_model,
     real_model_config,
 )
-from lgos.errors import ConfigurationError
+from lgos import ConfigurationError
 from tests.demo.support import demo_app, sdk_client
+from tests.support.processes import clean_environment, serving
 
 FAKE = ScriptedChatModel(script=lambda _messages: "fake")
 
@@ -80,55 +74,27 @@ def test_citations_span_the_claim_before_each_marker() -> None:
 # --- a real OpenAI-compatible server behind the switch -----------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def upstream() -> Iterator[str]:
     """`lgos serve` of the demo registry as a separate process: an OpenAI-compatible server
     that needs no key, standing in for a hosted model."""
-    port = _free_port()
     env = {
         key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("LGOS_", "DEMO_OPENAI_", "OTEL_"))
+        for key, value in clean_environment().items()
+        if not key.startswith("DEMO_OPENAI_")
     }
-    lgos = Path(sys.executable).with_name("lgos")
-    command = [str(lgos), "serve", "demo.registry:create_registry"]
-    process = subprocess.Popen(
-        [*command, "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-async def _wait_ready(base_url: str) -> None:
-    with anyio.fail_after(60):
-        async with httpx2.AsyncClient() as http:
-            while True:
-                try:
-                    if (await http.get(f"{base_url}/models")).status_code == 200:
-                        return
-                except httpx2.TransportError:
-                    pass
-                await anyio.sleep(0.1)  # polling the port until the server listens
+    with serving(
+        ["demo.registry:create_registry", "--host", "127.0.0.1", "--port", "0"], env
+    ) as server:
+        yield f"{server.base_url}/v1"
 
 
 @pytest.mark.processes
+@pytest.mark.timeout(600)
 @pytest.mark.anyio
 async def test_simple_graph_answers_through_a_configured_real_model(
     upstream: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await _wait_ready(upstream)
     # The upstream's own simple-graph plays the hosted model; ours must relay its answer.
     monkeypatch.setenv(BASE_URL_VARIABLE, upstream)
     monkeypatch.setenv(API_KEY_VARIABLE, "not-needed")

@@ -201,7 +201,7 @@ async def test_response_schema_is_published_and_enforced(client: AsyncOpenAI) ->
             previous_response_id=paused.id,
             input=answers((call, json.dumps({"seats": "many"}))),
         )
-    assert raised.value.param == "input"
+    assert raised.value.param == "input[0].output"
     # Still pending: a valid answer goes through.
     booked = await client.responses.create(
         model="schema-question",

@@ -6,20 +6,18 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 import pytest
 from langchain_core.messages import HumanMessage
 
 from demo.graphs.review import interruptible_approval_graph
-from lgos.errors import RunBusyError
-from lgos.integrations.postgres import (
-    PostgresRunCoordinator,
-    RunCapacityError,
-    open_postgres_resources,
-)
-from lgos.run.coordinator import RunCoordinator
+from lgos.core.coordinator import InMemoryRunCoordinator, RunCoordinator
+from lgos.core.errors import RunBusyError
+from lgos.integrations.postgres import PostgresRunCoordinator, RunCapacityError
 from lgos.server import ServerResources, ServerSettings
+from lgos.server.resources import open_resources
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -32,8 +30,8 @@ def settings(uri: str, pool_size: int = 4) -> ServerSettings:
 async def replicas(module_database: str) -> AsyncIterator[tuple[ServerResources, ServerResources]]:
     """Two independent resource sets (own pools) on one database: two API replicas."""
     async with AsyncExitStack() as stack:
-        first = await stack.enter_async_context(open_postgres_resources(settings(module_database)))
-        second = await stack.enter_async_context(open_postgres_resources(settings(module_database)))
+        first = await stack.enter_async_context(open_resources(settings(module_database)))
+        second = await stack.enter_async_context(open_resources(settings(module_database)))
         yield first, second
 
 
@@ -62,8 +60,48 @@ async def lgos_locks_held(uri: str) -> int:
         return int(row[0])
 
 
-async def test_implements_the_protocol(replicas: tuple[ServerResources, ServerResources]) -> None:
-    assert isinstance(coordinator(replicas[0]), RunCoordinator)
+@pytest.mark.parametrize("kind", ["postgres", "memory"])
+async def test_keeps_the_run_coordinator_contract(
+    kind: str, replicas: tuple[ServerResources, ServerResources]
+) -> None:
+    """What the runner relies on, checked the same way on both implementations: a lease is
+    exclusive and fails fast, it is released on exit and on cancellation, and the pause
+    index records, finds and forgets a run."""
+    runs: RunCoordinator = (
+        coordinator(replicas[0]) if kind == "postgres" else InMemoryRunCoordinator()
+    )
+    key = f"contract-{kind}"
+    async with runs.lease(key):
+        with pytest.raises(RunBusyError):
+            async with runs.lease(key):
+                pytest.fail("a second holder entered a held lease")
+        await runs.mark_paused(key)
+    async with runs.lease(key):  # released on exit
+        pass
+
+    entered = asyncio.Event()
+
+    async def hold() -> None:
+        async with runs.lease(key):
+            entered.set()
+            await asyncio.Event().wait()
+
+    holder = asyncio.create_task(hold())
+    await entered.wait()
+    holder.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await holder
+    async with runs.lease(key):  # released on cancellation
+        pass
+
+    paused_at = await runs.paused_at(key)
+    assert paused_at is not None
+    later = datetime.now(UTC) + timedelta(minutes=1)
+    assert key in await runs.paused_before(later, 100)
+    assert key not in await runs.paused_before(paused_at - timedelta(minutes=1), 100)
+    await runs.mark_done(key)
+    assert await runs.paused_at(key) is None
+    assert key not in await runs.paused_before(later, 100)
 
 
 async def test_a_lease_excludes_every_other_holder_on_any_replica(
@@ -126,7 +164,9 @@ async def test_a_cancelled_holder_releases_its_lease(
 
 
 async def test_a_holder_cancelled_again_during_release_still_releases(
-    replicas: tuple[ServerResources, ServerResources], module_database: str
+    replicas: tuple[ServerResources, ServerResources],
+    monkeypatch: pytest.MonkeyPatch,
+    module_database: str,
 ) -> None:
     """A second cancel lands while the unlock runs: the shielded release finishes anyway."""
     first, second = (coordinator(r) for r in replicas)
@@ -137,11 +177,22 @@ async def test_a_holder_cancelled_again_during_release_still_releases(
             entered.set()
             await asyncio.Event().wait()
 
+    # Hold the release at its start, so the second cancel surely lands while it runs.
+    unlocking, finish_unlock = asyncio.Event(), asyncio.Event()
+    unlock = first._unlock
+
+    async def gated_unlock(*args: Any) -> None:
+        unlocking.set()
+        await finish_unlock.wait()
+        await unlock(*args)
+
+    monkeypatch.setattr(first, "_unlock", gated_unlock)
     holder = asyncio.create_task(hold())
     await entered.wait()
     holder.cancel()
-    await asyncio.sleep(0)  # let the holder reach its shielded release, then cancel again
+    await unlocking.wait()  # the holder is inside its shielded release now
     holder.cancel()
+    finish_unlock.set()
     with pytest.raises(asyncio.CancelledError):
         await holder
 
@@ -163,7 +214,7 @@ async def test_a_holder_cancelled_again_during_release_still_releases(
 
 async def test_leases_cannot_take_the_whole_pool(module_database: str) -> None:
     """Half the pool is for leases; the rest keeps checkpoint I/O and the pause index going."""
-    async with open_postgres_resources(settings(module_database, pool_size=4)) as resources:
+    async with open_resources(settings(module_database, pool_size=4)) as resources:
         limited = PostgresRunCoordinator(resources.pool, lease_wait_seconds=0.2)
         assert limited.max_leases == 2
         async with limited.lease("slot-1"), limited.lease("slot-2"):
@@ -180,7 +231,7 @@ async def test_leases_cannot_take_the_whole_pool(module_database: str) -> None:
 
 
 async def test_a_lease_waits_for_a_free_slot(module_database: str) -> None:
-    async with open_postgres_resources(settings(module_database, pool_size=2)) as resources:
+    async with open_resources(settings(module_database, pool_size=2)) as resources:
         limited = PostgresRunCoordinator(resources.pool, lease_wait_seconds=10)
         assert limited.max_leases == 1
         entered_second = asyncio.Event()
@@ -191,7 +242,12 @@ async def test_a_lease_waits_for_a_free_slot(module_database: str) -> None:
 
         async with limited.lease("first"):
             waiter = asyncio.create_task(second())
-            await asyncio.sleep(0)
+
+            async def queued_for_a_slot() -> bool:
+                # The second lease is parked on the slot semaphore (CPython's waiter queue).
+                return bool(limited._slots._waiters)
+
+            await wait_until(queued_for_a_slot, "the second lease waits for a slot")
             assert not entered_second.is_set()
         await waiter
         assert entered_second.is_set()
@@ -238,7 +294,7 @@ async def test_pause_index(
 
 async def test_expired_pauses_are_found_through_the_index(module_database: str) -> None:
     async with (
-        open_postgres_resources(settings(module_database)),
+        open_resources(settings(module_database)),
         await psycopg.AsyncConnection.connect(module_database, autocommit=True) as conn,
     ):
         await conn.execute("SET enable_seqscan = off")

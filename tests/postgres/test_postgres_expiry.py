@@ -12,8 +12,8 @@ from langchain_core.messages import HumanMessage
 
 from demo.graphs.review import interruptible_approval_graph
 from lgos import delete_expired_interrupt_runs
-from lgos.integrations.postgres import open_postgres_resources
 from lgos.server import ServerSettings
+from lgos.server.resources import open_resources
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.slow]
 
@@ -79,7 +79,7 @@ async def test_the_sweep_deletes_only_expired_lgos_runs(
 ) -> None:
     settings = ServerSettings(POSTGRES_URI=module_database, POSTGRES_POOL_SIZE=6)
     async with (
-        open_postgres_resources(settings) as resources,
+        open_resources(settings) as resources,
         await psycopg.AsyncConnection.connect(module_database, autocommit=True) as conn,
     ):
         saver = resources.checkpointer

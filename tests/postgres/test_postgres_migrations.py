@@ -12,9 +12,10 @@ import psycopg
 import pytest
 from pydantic import ValidationError
 
-from lgos.errors import ConfigurationError
-from lgos.integrations.postgres import MIGRATIONS, open_postgres_resources
+from lgos import ConfigurationError
+from lgos.integrations.postgres import MIGRATIONS
 from lgos.server import ServerSettings
+from lgos.server.resources import open_resources
 
 pytestmark = [pytest.mark.postgres]
 
@@ -23,14 +24,14 @@ pytestmark = [pytest.mark.postgres]
 REPLICA = textwrap.dedent(
     """
     import asyncio, sys
-    from lgos.integrations.postgres import open_postgres_resources
+    from lgos.server.resources import open_resources
     from lgos.server import ServerSettings
 
     async def main() -> None:
         settings = ServerSettings(POSTGRES_URI=sys.argv[1], POSTGRES_POOL_SIZE=2)
         print("ready", flush=True)
         sys.stdin.readline()
-        async with open_postgres_resources(settings) as resources:
+        async with open_resources(settings) as resources:
             await resources.checkpointer.aget_tuple({"configurable": {"thread_id": "probe"}})
             await resources.run_coordinator.paused_before(__import__("datetime").datetime.now(
                 __import__("datetime").UTC), 1)
@@ -49,6 +50,7 @@ def table_versions(uri: str, table: str) -> list[int]:
 
 
 @pytest.mark.processes
+@pytest.mark.timeout(600)
 def test_replicas_migrating_at_once_all_start(database: str) -> None:
     processes = [
         subprocess.Popen(
@@ -127,7 +129,7 @@ async def test_a_waiting_replica_never_blocks_the_migrating_ones_index_builds(
             done = asyncio.Event()
 
             async def replica() -> None:
-                async with open_postgres_resources(settings):
+                async with open_resources(settings):
                     opened.set()
                     await done.wait()
 
@@ -158,5 +160,5 @@ async def test_a_pool_of_one_connection_is_refused(database: str) -> None:
     # Settings built without validation are refused too, before any connection opens.
     settings = ServerSettings(POSTGRES_URI=database).model_copy(update={"POSTGRES_POOL_SIZE": 1})
     with pytest.raises(ConfigurationError, match="LGOS_POSTGRES_POOL_SIZE"):
-        async with open_postgres_resources(settings):
+        async with open_resources(settings):
             pytest.fail("opened with a pool that cannot hold a lease and write a checkpoint")

@@ -6,22 +6,27 @@ import asyncio
 import json
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import anyio
 import openai
 import psycopg
 import pytest
+from openai import AsyncOpenAI
 from openai.types.responses import Response, ResponseFunctionToolCall
 
 from lgos import delete_expired_interrupt_runs
-from lgos.integrations.postgres import open_postgres_resources
 from lgos.server import ServerSettings
-from tests.postgres.processes import LgosServer, start_lgos
+from lgos.server.resources import open_resources
 from tests.postgres.side_effect_registry import MODEL as COUNTED_MODEL
 from tests.postgres.side_effect_registry import SIDE_EFFECTS_TABLE
+from tests.support.processes import Process, clean_environment, lgos
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.processes,
+    pytest.mark.timeout(600),
+]
 
 DEMO = "demo.registry:create_registry"
 COUNTED = "tests.postgres.side_effect_registry:create_registry"
@@ -29,9 +34,9 @@ APPROVAL = "interruptible-approval"
 
 
 @pytest.fixture
-def servers() -> Iterator[list[LgosServer]]:
+def servers() -> Iterator[list[Process]]:
     """Every server a test starts, stopped at the end whatever happened."""
-    started: list[LgosServer] = []
+    started: list[Process] = []
     try:
         yield started
     finally:
@@ -39,18 +44,43 @@ def servers() -> Iterator[list[LgosServer]]:
             server.stop()
 
 
+def start_lgos(registry: str, database: str, extra_env: dict[str, str] | None) -> Process:
+    env = clean_environment(
+        **{
+            "LGOS_POSTGRES_URI": database,
+            "LGOS_BACKGROUND": "none",
+            "LGOS_INTERRUPT_SWEEP_INTERVAL_MINUTES": "0",
+            **(extra_env or {}),
+        }
+    )
+    server = lgos("serve", registry, "--host", "127.0.0.1", "--port", "0", env=env)
+    try:
+        server.wait_until_serving()
+    except BaseException:
+        server.kill()
+        raise
+    return server
+
+
 async def start(
-    servers: list[LgosServer],
+    servers: list[Process],
     registry: str,
     database: str,
-    log_dir: Path,
     extra_env: dict[str, str] | None = None,
-) -> LgosServer:
-    server = await anyio.to_thread.run_sync(
-        lambda: start_lgos(registry, database, log_dir, extra_env)
-    )
+) -> Process:
+    server = await anyio.to_thread.run_sync(lambda: start_lgos(registry, database, extra_env))
     servers.append(server)
     return server
+
+
+def sdk(server: Process) -> AsyncOpenAI:
+    return AsyncOpenAI(
+        base_url=f"{server.base_url}/v1",
+        api_key="x",
+        _strict_response_validation=True,
+        max_retries=0,
+        timeout=60,
+    )
 
 
 def pending_call(response: Response) -> ResponseFunctionToolCall:
@@ -63,8 +93,8 @@ def pending_call(response: Response) -> ResponseFunctionToolCall:
     return call
 
 
-async def answer(server: LgosServer, paused: Response, output: str) -> Response:
-    async with server.client() as client:
+async def answer(server: Process, paused: Response, output: str) -> Response:
+    async with sdk(server) as client:
         return await client.responses.create(
             model=paused.model,
             previous_response_id=paused.id,
@@ -89,17 +119,17 @@ async def paused_threads(database: str) -> set[str]:
 
 
 async def test_a_pause_is_answered_by_another_process_after_a_crash(
-    database: str, servers: list[LgosServer], tmp_path: Path
+    database: str, servers: list[Process]
 ) -> None:
-    first = await start(servers, DEMO, database, tmp_path)
-    async with first.client() as client:
+    first = await start(servers, DEMO, database)
+    async with sdk(first) as client:
         paused = await client.responses.create(model=APPROVAL, input="the quarterly report")
     call = pending_call(paused)
     assert "the quarterly report" in call.arguments
     assert len(await paused_threads(database)) == 1
 
     await anyio.to_thread.run_sync(first.kill)
-    second = await start(servers, DEMO, database, tmp_path)
+    second = await start(servers, DEMO, database)
 
     finished = await answer(second, paused, "approve")
     assert finished.status == "completed"
@@ -116,14 +146,14 @@ async def test_a_pause_is_answered_by_another_process_after_a_crash(
 
 
 async def test_two_replicas_racing_on_one_answer_apply_it_once(
-    database: str, servers: list[LgosServer], tmp_path: Path
+    database: str, servers: list[Process]
 ) -> None:
-    replica_a = await start(servers, COUNTED, database, tmp_path)
-    replica_b = await start(servers, COUNTED, database, tmp_path)
+    replica_a = await start(servers, COUNTED, database)
+    replica_b = await start(servers, COUNTED, database)
     conflict_codes: set[str | None] = set()
     rounds = 3
     for round_number in range(rounds):
-        async with replica_a.client() as client:
+        async with sdk(replica_a) as client:
             paused = await client.responses.create(
                 model=COUNTED_MODEL, input=f"round {round_number}"
             )
@@ -159,21 +189,20 @@ async def wait_until_swept(database: str, thread_id: str, seconds: float = 60.0)
 
 
 async def test_the_server_sweeps_expired_pauses_and_their_answers_conflict(
-    database: str, servers: list[LgosServer], tmp_path: Path
+    database: str, servers: list[Process]
 ) -> None:
     ttl = timedelta(days=30)
     server = await start(
         servers,
         DEMO,
         database,
-        tmp_path,
         {
             "LGOS_INTERRUPT_TTL_MINUTES": str(int(ttl.total_seconds() // 60)),
             # Sweep every 0.3 s, so the test waits for the server, not for a clock.
             "LGOS_INTERRUPT_SWEEP_INTERVAL_MINUTES": "0.005",
         },
     )
-    async with server.client() as client:
+    async with sdk(server) as client:
         old = await client.responses.create(model=APPROVAL, input="the old report")
         old_thread = (await paused_threads(database)).pop()
         young = await client.responses.create(model=APPROVAL, input="the young report")
@@ -196,7 +225,7 @@ async def test_the_server_sweeps_expired_pauses_and_their_answers_conflict(
     assert await paused_threads(database) == young_threads
     finished = await answer(server, young, "approve")
     assert finished.output_text == "Published 'the young report'."
-    assert "server.interrupt_expiry.deleted" in server.output()
+    assert "server.interrupt_expiry.deleted" in "\n".join(server.stdout)
 
 
 async def checkpoint_count(database: str, thread_id: str) -> int:
@@ -207,11 +236,11 @@ async def checkpoint_count(database: str, thread_id: str) -> int:
 
 
 async def test_a_run_killed_mid_execution_is_swept_after_the_ttl(
-    database: str, servers: list[LgosServer], tmp_path: Path
+    database: str, servers: list[Process]
 ) -> None:
     """The process dies before the run pauses or finishes: no cleanup ran, yet nothing leaks."""
-    server = await start(servers, DEMO, database, tmp_path)
-    client = server.client()
+    server = await start(servers, DEMO, database)
+    client = sdk(server)
     # background-interrupt prepares its report for `delay_seconds` before it asks anything.
     running = asyncio.create_task(
         client.responses.create(
@@ -239,7 +268,7 @@ async def test_a_run_killed_mid_execution_is_swept_after_the_ttl(
         f"WHERE thread_id = '{thread_id}' RETURNING thread_id",
     )
     settings = ServerSettings(POSTGRES_URI=database, POSTGRES_POOL_SIZE=2)
-    async with open_postgres_resources(settings) as resources:
+    async with open_resources(settings) as resources:
         deleted = await delete_expired_interrupt_runs(
             resources.checkpointer, resources.run_coordinator, older_than=timedelta(days=30)
         )

@@ -14,8 +14,8 @@ from openai import AsyncOpenAI, AuthenticationError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lgos import context
-from lgos.errors import ConfigurationError
+from lgos import ConfigurationError
+from lgos.core import log_fields
 from lgos.server import ServerSettings, create_app
 from lgos.server.logging import JSONFormatter, RequestContextFilter, logging_config
 from tests.server.sample_app.registry import ANSWER, create_registry
@@ -198,7 +198,7 @@ def test_settings_reject_uri_errors_without_echoing_the_uri(
 def test_request_fields_join_records_and_a_call_value_wins() -> None:
     formatter = JSONFormatter()
     stamp = RequestContextFilter()
-    token = context.bind(request_id="req-1", model="sample", stream=False)
+    token = log_fields.bind(request_id="req-1", model="sample", stream=False)
     try:
         logger = logging.getLogger("sample_app.graph")
         # A graph node passing its own `model` must neither crash nor be overwritten.
@@ -214,7 +214,7 @@ def test_request_fields_join_records_and_a_call_value_wins() -> None:
         )
         assert stamp.filter(record)
     finally:
-        context.reset(token)
+        log_fields.reset(token)
     payload = json.loads(formatter.format(record))
     assert payload["request_id"] == "req-1"
     assert payload["model"] == "inner-model"

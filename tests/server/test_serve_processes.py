@@ -9,8 +9,8 @@ import json
 import os
 import pty
 import select
+import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -18,27 +18,34 @@ from typing import Any
 
 import httpx2
 import pytest
-from openai import OpenAI
+from openai import NotFoundError, OpenAI
 
-from tests.server.processes import (
-    LGOS,
-    SAMPLE_DIR,
-    SAMPLE_REGISTRY,
-    START_TIMEOUT,
-    ServerProcess,
-    clean_environment,
-    run_to_exit,
-    serving,
-)
+from tests.server.sample_app import SAMPLE_DIR, SAMPLE_REGISTRY
 from tests.server.sample_app.registry import ANSWER
+from tests.support import processes
+from tests.support.processes import (
+    LGOS,
+    START_TIMEOUT,
+    Process,
+    clean_environment,
+    free_port,
+)
 
-pytestmark = [pytest.mark.processes, pytest.mark.slow]
+pytestmark = [pytest.mark.processes, pytest.mark.slow, pytest.mark.timeout(600)]
 
 # A prompt the logs must never contain.
 PROMPT = "my card number is 4111-1111-1111-1111"
 
 
-def openai_client(server: ServerProcess, prefix: str = "/v1") -> OpenAI:
+def serving(args: list[str], env: dict[str, str]) -> Any:
+    return processes.serving(args, env, cwd=SAMPLE_DIR)
+
+
+def run_to_exit(args: list[str], env: dict[str, str]) -> Process:
+    return processes.run_to_exit(args, env, cwd=SAMPLE_DIR)
+
+
+def openai_client(server: Process, prefix: str = "/v1") -> OpenAI:
     return OpenAI(
         base_url=server.base_url + prefix,
         api_key="unused",
@@ -47,7 +54,7 @@ def openai_client(server: ServerProcess, prefix: str = "/v1") -> OpenAI:
     )
 
 
-def ask(server: ServerProcess, request_id: str, prefix: str = "/v1") -> None:
+def ask(server: Process, request_id: str, prefix: str = "/v1") -> None:
     completion = openai_client(server, prefix).chat.completions.create(
         model="sample",
         messages=[{"role": "user", "content": PROMPT}],
@@ -56,7 +63,7 @@ def ask(server: ServerProcess, request_id: str, prefix: str = "/v1") -> None:
     assert completion.choices[0].message.content == ANSWER
 
 
-def node_record(server: ServerProcess, request_id: str) -> dict[str, Any]:
+def node_record(server: Process, request_id: str) -> dict[str, Any]:
     [record] = server.wait_for_record(
         lambda r: r.get("logger") == "sample_app.graph" and r.get("request_id") == request_id
     )
@@ -115,6 +122,60 @@ def test_registry_from_environment_with_access_log() -> None:
         ask(server, "req-env-1")
         [access] = server.wait_for_record(lambda r: r.get("logger") == "uvicorn.access")
     assert "POST /v1/chat/completions" in access["message"]
+    # The access record carries the same request fields as the request's own record.
+    assert access["request_id"] == "req-env-1"
+    assert access["model"] == "sample"
+    assert access["stream"] is False
+
+
+def request_records(server: Process, request_id: str) -> list[dict[str, Any]]:
+    server.wait_for_record(
+        lambda r: r.get("message") == "http.request" and r.get("request_id") == request_id
+    )
+    return [
+        record
+        for record in server.records()
+        if record.get("message") == "http.request" and record.get("request_id") == request_id
+    ]
+
+
+def test_one_record_per_request_by_default() -> None:
+    with serving([SAMPLE_REGISTRY, "--port", "0"], clean_environment()) as server:
+        ask(server, "req-ok-1")
+        client = openai_client(server)
+        with pytest.raises(NotFoundError):
+            client.responses.create(
+                model="no-such-model", input=PROMPT, extra_headers={"X-Request-ID": "req-404-1"}
+            )
+        with client.responses.stream(
+            model="sample", input=PROMPT, extra_headers={"X-Request-ID": "req-stream-1"}
+        ) as stream:
+            final = stream.get_final_response()
+        [ok] = request_records(server, "req-ok-1")
+        [missing] = request_records(server, "req-404-1")
+        [streamed] = request_records(server, "req-stream-1")
+        lines = list(server.stdout)
+
+    assert ok["logger"] == "lgos.http.request"
+    assert ok["level"] == "info"
+    assert ok["http.request.method"] == "POST"
+    assert ok["http.route"] == "/v1/chat/completions"
+    assert ok["http.response.status_code"] == 200
+    assert ok["model"] == "sample"
+    assert ok["stream"] is False
+    assert ok["duration_ms"] >= 0
+
+    assert missing["level"] == "info"
+    assert missing["http.route"] == "/v1/responses"
+    assert missing["http.response.status_code"] == 404
+    assert missing["model"] == "no-such-model"
+
+    # A stream's record is written when the stream ends, with the response it produced.
+    assert streamed["http.response.status_code"] == 200
+    assert streamed["response_id"] == final.id
+    assert streamed["stream"] is True
+    assert streamed["background"] is False
+    assert not [line for line in lines if PROMPT in line or ANSWER in line]  # no prompt or output
 
 
 def test_env_file_loads_lgos_settings(tmp_path: Path) -> None:
@@ -138,14 +199,8 @@ def test_env_file_loads_lgos_settings(tmp_path: Path) -> None:
     assert unknown.status_code == 404
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_uvicorn_variables_configure_the_server(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     # A log configuration of the user's own replaces the structured logs.
     log_config = tmp_path / "logging.json"
     log_config.write_text(
@@ -221,11 +276,27 @@ def test_terminal_output(args: list[str], json_lines: bool) -> None:
         assert " INFO    uvicorn.error: Uvicorn running on http://127.0.0.1:" in line
 
 
-def test_reload_serves_the_registry() -> None:
-    with serving([SAMPLE_REGISTRY, "--port", "0", "--reload"], clean_environment()) as server:
-        server.wait_for_record(lambda r: r["message"] == "Application startup complete.")
+def startup_complete(record: dict[str, Any]) -> bool:
+    return bool(record["message"] == "Application startup complete.")
+
+
+def test_reload_serves_the_edited_registry(tmp_path: Path) -> None:
+    """--reload restarts the server when a source file changes, and serves the new code."""
+    shutil.copytree(SAMPLE_DIR / "sample_app", tmp_path / "sample_app")
+    args = [SAMPLE_REGISTRY, "--port", "0", "--reload"]
+    with processes.serving(args, clean_environment(), cwd=tmp_path) as server:
+        server.wait_for_record(startup_complete)
         ask(server, "req-reload-1")
         node_record(server, "req-reload-1")
+
+        registry = tmp_path / "sample_app" / "registry.py"
+        edited = "Hello from the edited sample app."
+        registry.write_text(registry.read_text().replace(ANSWER, edited))
+        server.wait_for_record(startup_complete, count=2)
+        completion = openai_client(server).chat.completions.create(
+            model="sample", messages=[{"role": "user", "content": "hello"}]
+        )
+        assert completion.choices[0].message.content == edited
 
 
 @pytest.mark.postgres
@@ -233,7 +304,7 @@ def test_two_workers_share_postgresql(postgres_uri: str) -> None:
     env = clean_environment(LGOS_POSTGRES_URI=postgres_uri, LGOS_BACKGROUND="none")
     with serving([SAMPLE_REGISTRY, "--port", "0", "--workers", "2"], env) as server:
         started = server.wait_for_record(
-            lambda r: r["message"] == "Application startup complete.", count=2
+            lambda r: r["message"] == "Application startup complete.", count=2, timeout=120
         )
         assert len(started) == 2
         for number in range(4):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lgos.stored import InMemoryResponseStore, StoredResponse
+from lgos.core.stored import StoredResponse
+from lgos.core.stored_memory import InMemoryResponseStore
 
 pytestmark = pytest.mark.anyio
 
@@ -23,8 +24,8 @@ async def test_retention_deletes_old_records_and_unused_threads() -> None:
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from lgos.service.stateful import expire_stored_responses
-    from lgos.stored import StoredConversation
+    from lgos.core.stored import StoredConversation
+    from lgos.run.expiry import expire_stored_responses
     from tests.stateful.registry import counter_graph
 
     saver = InMemorySaver()

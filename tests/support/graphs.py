@@ -261,6 +261,33 @@ def metered_graph() -> Pregel:
     return single_node(node)
 
 
+def counted_graph(checkpointer: Any = None, *, review: bool = False) -> Pregel:
+    """Two model calls (a private plan, then the answer), optionally a review in between.
+
+    With the word-count fake model and input "count": the plan costs 1 in + 2 out, the answer
+    1 in + 3 out.
+    """
+
+    async def plan(state: MessagesState) -> dict[str, Any]:
+        model = ScriptedChatModel(script=lambda _m: "plan ready").with_config(tags=[TAG_NOSTREAM])
+        await model.ainvoke(state["messages"][:1])
+        return {}
+
+    async def answer(state: MessagesState) -> dict[str, Any]:
+        if review:
+            interrupt("Answer now?")
+        model = ScriptedChatModel(script=lambda _m: "one two three")
+        return {"messages": [await model.ainvoke(state["messages"][:1])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("plan", plan)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "answer")
+    builder.add_edge("answer", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
 def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
     checkpointer = checkpointer or InMemorySaver()
     interrupts = frozenset({GraphFeature.INTERRUPTS})
@@ -285,6 +312,16 @@ def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
                 client_settings=EchoSettings,
             ),
             "metered": GraphConfig(graph=metered_graph(), description="Reports usage"),
+            "counted": GraphConfig(
+                graph=counted_graph(),
+                description="Calls a model twice",
+                features=frozenset({GraphFeature.BACKGROUND}),
+            ),
+            "counted-review": GraphConfig(
+                graph=counted_graph(checkpointer, review=True),
+                description="Calls a model, asks, calls it again",
+                features=interrupts,
+            ),
             "approval": GraphConfig(
                 graph=approval_graph(checkpointer, probe), description="Asks", features=interrupts
             ),

@@ -1,23 +1,15 @@
-"""Real sockets for in-process apps. (`lgos serve` processes: tests/server/processes.py.)"""
+"""Real sockets for in-process apps. (`lgos serve` processes: tests/support/processes.py.)"""
 
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.processes import free_port
 
 
 @asynccontextmanager

@@ -17,10 +17,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from tests.server.processes import SAMPLE_REGISTRY, clean_environment, serving
+from tests.server.sample_app import SAMPLE_DIR, SAMPLE_REGISTRY
 from tests.server.sample_app.registry import ANSWER
+from tests.support.processes import clean_environment, serving
 
-pytestmark = [pytest.mark.processes, pytest.mark.slow]
+pytestmark = [pytest.mark.processes, pytest.mark.slow, pytest.mark.timeout(600)]
 
 TRACES_PATH = "/api/public/otel/v1/traces"
 
@@ -86,7 +87,7 @@ def test_enabled_server_exports_graph_steps_to_langfuse(sink: Sink) -> None:
         LANGFUSE_SECRET_KEY="sk-lgos-process",
         LANGFUSE_BASE_URL=sink.url,
     )
-    with serving([SAMPLE_REGISTRY, "--port", "0"], env) as server:
+    with serving([SAMPLE_REGISTRY, "--port", "0"], env, cwd=SAMPLE_DIR) as server:
         client = OpenAI(
             base_url=server.base_url + "/v1",
             api_key="unused",

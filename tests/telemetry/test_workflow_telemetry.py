@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -11,13 +10,13 @@ from typing import Any
 import httpx2
 import openai
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from openai import AsyncOpenAI
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from lgos.run.telemetry import DURATION_BUCKETS
+from tests.support.servers import serve_in_process
 from tests.telemetry.conftest import Telemetry
 from tests.telemetry.graphs import ANSWER, Steering, WorkflowBoomError
 
@@ -116,18 +115,8 @@ async def test_cancelled_background_run_is_an_error(
 @pytest.fixture
 async def served(app: FastAPI) -> AsyncIterator[str]:
     """The app behind a real Uvicorn server on a loopback port, so a client can really leave."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_config=None))
-    task = asyncio.create_task(server.serve(sockets=[listener]))
-    await eventually(lambda: server.started, "the server to start")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
-        listener.close()
+    async with serve_in_process(app) as url:
+        yield url
 
 
 async def test_client_disconnect_during_stream_is_an_error(

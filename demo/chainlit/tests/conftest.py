@@ -16,19 +16,15 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import shutil
-import signal
-import socket
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.processes import Process, free_port, lgos
 
 try:
     from playwright import sync_api as playwright_api
@@ -40,7 +36,8 @@ else:
 
 APP_DIR = Path(__file__).resolve().parents[1]
 REPO = APP_DIR.parents[1]
-SHOTS = REPO / "docs" / "img" / "chainlit"
+# Screenshots go to the gitignored build folder; `just docs-images` copies them to docs/img.
+SHOTS = REPO / "build" / "screenshots" / "chainlit"
 PG_ADMIN_URL = os.environ.get("LGOS_TEST_POSTGRES_ADMIN", "postgresql://postgres@127.0.0.1:5432")
 CHROMIUM = os.environ.get("LGOS_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -53,44 +50,6 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 OFF_MACHINE = re.compile(r"^https?://(?!127\.0\.0\.1|localhost)")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_http(url: str, proc: subprocess.Popen[bytes] | None, timeout: float, log: Path) -> None:
-    """Poll `url` until it answers (any HTTP status) or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{url}: process exited with {proc.returncode}\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            time.sleep(0.2)  # polling a condition with a deadline
-    raise RuntimeError(f"{url} did not answer within {timeout} s\n{log.read_text()}")
-
-
-def stop_process(proc: subprocess.Popen[bytes], *, crash: bool = False) -> None:
-    """End the process group we started: politely, or with SIGKILL to play a crash."""
-    if proc.poll() is not None:
-        return
-    if crash:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=15)
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
 
 
 @pytest.fixture(scope="session")
@@ -123,34 +82,25 @@ class LgosServer:
     background engine is the in-memory one, which is enough for one process.
     """
 
-    def __init__(self, log: Path, postgres_uri: str | None) -> None:
+    def __init__(self, log: Path, postgres_uri: str | None, background: str = "memory") -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
-        self.env = {**os.environ, "LGOS_BACKGROUND": "memory"}
+        self.env = {**os.environ, "LGOS_BACKGROUND": background}
         self.env.pop("LGOS_POSTGRES_URI", None)
         if postgres_uri:
             self.env["LGOS_POSTGRES_URI"] = postgres_uri
         self.durable = postgres_uri is not None
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Process | None = None
 
     def start(self) -> None:
-        lgos = shutil.which("lgos") or str(Path(sys.executable).with_name("lgos"))
-        command = [lgos, "serve", "demo.registry:create_registry"]
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [*command, "--host", "127.0.0.1", "--port", str(self.port)],
-                cwd=REPO,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        wait_http(f"{self.base_url}/models", self.proc, 60, self.log)
+        args = ["demo.registry:create_registry", "--host", "127.0.0.1", "--port", str(self.port)]
+        self.proc = lgos("serve", *args, env=self.env, log=self.log, own_group=True)
+        self.proc.wait_until_serving()
 
     def stop(self) -> None:
         if self.proc is not None:
-            stop_process(self.proc)
+            self.proc.stop(grace=15)
             self.proc = None
 
     def restart(self) -> None:
@@ -174,6 +124,30 @@ def lgos_server(logs_dir: Path) -> Iterator[LgosServer | None]:
         server.stop()
         if durable:
             drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def chainlit_without_worker(logs_dir: Path) -> Iterator[ChainlitApp]:
+    """Chainlit on an LGOS that queues background runs on DBOS but has no worker at all, so
+    a run stays queued: what a user sees when the workers are down."""
+    api_db = f"lgos_api_noworker_test_{secrets.token_hex(4)}"
+    ui_db = f"lgos_chainlit_noworker_test_{secrets.token_hex(4)}"
+    if not create_database(api_db):
+        pytest.skip("psycopg is not installed: DBOS needs PostgreSQL")
+    server = LgosServer(logs_dir / "lgos-noworker.log", f"{PG_ADMIN_URL}/{api_db}", "dbos")
+    app = ChainlitApp(
+        server.base_url, f"{PG_ADMIN_URL}/{ui_db}", logs_dir / "chainlit-noworker.log"
+    )
+    try:
+        server.start()
+        app.start()
+        yield app
+    finally:
+        app.stop()
+        server.stop()
+        python = str(APP_DIR / ".venv" / "bin" / "python")
+        subprocess.run([python, str(APP_DIR / "setup_db.py"), "--drop", app.env["DATABASE_URL"]])
+        drop_database(api_db)
 
 
 @pytest.fixture(scope="session")
@@ -203,29 +177,24 @@ class ChainlitApp:
         # A gateway in front of LGOS (LGOS_CHAINLIT_TEST_BASE_URL) may want its key.
         if os.environ.get("LGOS_CHAINLIT_TEST_API_KEY"):
             self.env["LGOS_API_KEY"] = os.environ["LGOS_CHAINLIT_TEST_API_KEY"]
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Process | None = None
 
     def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [str(APP_DIR / "run.sh")],
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.proc = Process(
+            [str(APP_DIR / "run.sh")], env=self.env, log=self.log, name="chainlit", own_group=True
+        )
         # The first start may build the environment (about a minute on a fresh machine).
-        wait_http(self.url + "/login", self.proc, 300, self.log)
+        self.proc.wait_http(self.url + "/login", timeout=300, any_status=True)
 
     def stop(self) -> None:
         if self.proc is not None:
-            stop_process(self.proc)
+            self.proc.stop(grace=15)
             self.proc = None
 
     def crash_and_restart(self) -> None:
         """SIGKILL (no clean disconnect, so Chainlit cannot save its session), then start."""
         if self.proc is not None:
-            stop_process(self.proc, crash=True)
+            self.proc.kill()
             self.proc = None
         self.start()
 
@@ -289,3 +258,33 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 def screenshot_dir() -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     return SHOTS
+
+
+class Timings:
+    """Send → visible times of the flows the docs report, written to build/timings/.
+
+    Measured, never asserted: the machine's load decides them.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.rows: list[tuple[str, float]] = []
+
+    def record(self, step: str, started: float) -> None:
+        self.rows.append((step, round(time.monotonic() - started, 2)))
+
+    def save(self) -> None:
+        if not self.rows:
+            return
+        folder = REPO / "build" / "timings"
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / f"{self.name}.jsonl").open("a") as out:
+            for step, seconds in self.rows:
+                out.write(f'{{"step": "{step}", "seconds": {seconds}}}\n')
+
+
+@pytest.fixture(scope="session")
+def timings() -> Iterator[Timings]:
+    found = Timings("chainlit")
+    yield found
+    found.save()

@@ -39,7 +39,8 @@ def test_catalog_entry_without_lgos_metadata_has_limited_functionality() -> None
 
 def test_schema_subset_becomes_widgets_with_authoritative_defaults() -> None:
     specs = {s.key: s for s in ui.setting_specs(SETTINGS)}
-    assert set(specs) == {"audience", "enthusiastic", "signature", "delay_seconds"}
+    assert set(specs) == {"audience", "enthusiastic", "signature", "delay_seconds", "unbounded"}
+    assert specs["unbounded"].kind == "integer"  # a number box: never hidden
     assert specs["audience"].kind == "select"
     assert specs["audience"].default == "general"  # `defaults` wins over the schema keyword
     assert specs["audience"].choices == ["general", "expert"]
@@ -101,8 +102,9 @@ def test_review_with_fixed_choices_offers_buttons_only() -> None:
     review = ui.parse_review({"call_id": "c", "arguments": json.dumps(args)})
     assert review.choices == ["approve", "reject"]
     assert not review.free_text
-    assert "R" in ui.review_markdown(review)
-    assert "type your feedback" not in ui.review_markdown(review)
+    assert review.details == "R"
+    props = ui.card_props("resp_1", review)
+    assert (props["state"], props["content"], props["free_text"]) == ("pending", "R", False)
 
 
 def test_review_that_allows_other_answers_accepts_typed_feedback() -> None:
@@ -123,4 +125,84 @@ def test_review_that_allows_other_answers_accepts_typed_feedback() -> None:
 def test_background_status_is_readable() -> None:
     assert ui.status_line("queued", 1.7) == "Background run: **Queued** (1 s)"
     assert ui.status_line("in_progress", 12) == "Background run: **In progress** (12 s)"
-    assert ui.status_line("cancelled", 40) == "Background run: **Cancelled**"
+    assert ui.status_line("cancelled", 40) == "Background run: **Cancelled** after 40 s"
+    # A long wait in the queue says why: no worker took the run.
+    assert ui.status_line("queued", 25) == (
+        "Background run: **Queued** (25 s) · no worker has picked this up for 25 s"
+    )
+    assert ui.status_line("in_progress", 3, step="Reading") == (
+        "Background run: **In progress** (3 s) · Reading"
+    )
+    # A run that paused for review is waiting, not done.
+    assert ui.status_line("completed", 9, paused=True) == (
+        "Background run: **Waiting for your review**"
+    )
+
+
+def test_integers_without_bounds_get_a_number_box_and_ranges_are_enforced() -> None:
+    settings = {
+        "json_schema": {
+            "properties": {
+                "words": {"type": "integer"},
+                "delay": {"type": "integer", "minimum": 0, "maximum": 300},
+            }
+        },
+        "defaults": {"words": 200, "delay": 5},
+    }
+    specs = {s.key: s for s in ui.setting_specs(settings)}
+    assert specs["words"].kind == "integer"
+    assert "0 to 300" in (specs["delay"].description or "")
+    assert ui.setting_problem(specs["words"], 12) is None
+    assert ui.setting_problem(specs["words"], 2.5) == "Words must be a whole number; '2.5' is not."
+    assert ui.setting_problem(specs["delay"], 999) == "Delay cannot be 999. Allowed: 0 to 300."
+
+
+def test_citation_chips_link_the_document_their_number_names() -> None:
+    text = "Kites fly [2]. Costs fall [1].\n\n## Sources\n\n1. [Costs](https://c)\n2. [Kites](https://k)"
+    item = {
+        "type": "message",
+        "content": [
+            {
+                "type": "output_text",
+                "text": text,
+                # Annotations in another order than the numbers: the marker decides.
+                "annotations": [
+                    {
+                        "type": "url_citation",
+                        "url": "https://c",
+                        "title": "Costs",
+                        "start_index": 15,
+                        "end_index": 25,
+                    },
+                    {
+                        "type": "url_citation",
+                        "url": "https://k",
+                        "title": "Kites",
+                        "start_index": 0,
+                        "end_index": 9,
+                    },
+                ],
+            }
+        ],
+    }
+    rendered = ui.split_output([item])
+    linked = ui.link_markers(rendered.answer, rendered.citations)
+    assert "Kites fly [\\[2\\]](https://k)." in linked
+    assert "Costs fall [\\[1\\]](https://c)." in linked
+    assert "1. [Costs](https://c)" in linked  # the source list itself is left alone
+
+
+def test_gateway_wrapped_errors_show_the_lgos_message() -> None:
+    inner = {
+        "error": {
+            "message": "Invalid 'audience': expected one of general, expert.",
+            "type": "invalid_request_error",
+            "param": "metadata.lgos_settings",
+            "code": "invalid_value",
+        }
+    }
+    wrapped = "litellm.BadRequestError: OpenAIException - " + json.dumps(inner)
+    wrapped += "\nLiteLLM: model group 'g' failed with the error above. No fallback was attempted."
+    body = {"error": {"message": wrapped, "type": None, "param": None, "code": "400"}}
+    assert ui.readable_error("Error code: 400", body) == inner["error"]["message"]
+    assert ui.readable_error("plain", None) == "plain"

@@ -10,6 +10,7 @@ that leaves the machine aborted.
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,13 +25,13 @@ from owui_support import (
     OPENWEBUI_DIR,
     REPO,
     Gateway,
-    free_port,
+    Timings,
     http_json,
     start,
-    stop,
-    wait_for,
 )
 from playwright.sync_api import Browser, Page, Playwright, expect
+
+from tests.support.processes import free_port
 
 # Generous: the machine may be busy (2 cores), and Open WebUI renders after its socket connects.
 expect.set_options(timeout=60_000)
@@ -41,7 +42,7 @@ def lgos_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL (ending in /v1) of a real ``lgos serve`` with the demo graphs.
 
     OPENWEBUI_TEST_LGOS_URL points the tests at a server that is already running instead
-    (e.g. the LiteLLM gateway of a running stack).
+    (e.g. the LiteLLM gateway of a running stack, with its key in OPENWEBUI_TEST_LGOS_KEY).
     """
     if os.environ.get("OPENWEBUI_TEST_LGOS_URL"):
         yield os.environ["OPENWEBUI_TEST_LGOS_URL"].rstrip("/")
@@ -51,12 +52,17 @@ def lgos_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     lgos = Path(sys.executable).with_name("lgos")
     env = {**os.environ, "LGOS_BACKGROUND": "memory"}
     command = [str(lgos), "serve", "demo.registry:create_registry", "--host", "127.0.0.1"]
-    process = start([*command, "--port", str(port)], log, env)
+    process = start([*command, "--port", str(port)], log, env, f"http://127.0.0.1:{port}/v1/models")
     try:
-        wait_for(f"http://127.0.0.1:{port}/v1/models", process, log)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
-        stop(process)
+        process.stop(grace=20)
+
+
+@pytest.fixture(scope="session")
+def lgos_key() -> str | None:
+    """The key for ``lgos_url`` (a gateway's); None for LGOS itself."""
+    return os.environ.get("OPENWEBUI_TEST_LGOS_KEY") or None
 
 
 @pytest.fixture(scope="session")
@@ -72,10 +78,9 @@ def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
         "OPENWEBUI_PORT": str(port),
         "LGOS_BASE_URL": lgos_url,
     }
-    process = start([str(OPENWEBUI_DIR / "run.sh")], data / "openwebui.log", env)
     url = f"http://127.0.0.1:{port}"
+    process = start([str(OPENWEBUI_DIR / "run.sh")], data / "openwebui.log", env, f"{url}/health")
     try:
-        wait_for(f"{url}/health", process, data / "openwebui.log")
         sync = [
             sys.executable,
             str(OPENWEBUI_DIR / "sync.py"),
@@ -83,12 +88,14 @@ def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
             url,
             "--lgos-url",
             lgos_url,
+            "--lgos-key",
+            os.environ.get("OPENWEBUI_TEST_LGOS_KEY", ""),
         ]
         # A short poll interval keeps the background tests quick; users keep the 1 s default.
         subprocess.run([*sync, "--poll-interval", "0.25"], check=True)
         yield url
     finally:
-        stop(process)
+        process.stop(grace=20)
 
 
 @pytest.fixture(scope="session")
@@ -111,33 +118,57 @@ def gateway(
         "LITELLM_MASTER_KEY": key,
     }
     log = tmp_path_factory.mktemp("litellm") / "litellm.log"
-    process = start(["bash", str(litellm / "run.sh")], log, env)
+    ready = f"http://127.0.0.1:{port}/health/liveliness"
+    process = start(["bash", str(litellm / "run.sh")], log, env, ready)
     gateway = f"http://127.0.0.1:{port}/v1"
     try:
-        wait_for(f"http://127.0.0.1:{port}/health/liveliness", process, log)
         sync = [sys.executable, str(OPENWEBUI_DIR / "sync.py"), "--url", openwebui_url]
         options = ["--lgos-url", gateway, "--lgos-key", key, "--function-id", "lgos_gateway"]
         subprocess.run([*sync, *options, "--poll-interval", "0.25"], check=True)
         yield Gateway(function="lgos_gateway", url=gateway, key=key)
     finally:
-        stop(process)
+        process.stop(grace=20)
+
+
+@pytest.fixture(scope="session")
+def idle_function(openwebui_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A third Pipe, ``lgos_idle``, on an LGOS that queues background runs on DBOS and has no
+    worker at all: a run stays queued, as when every worker is down."""
+    psycopg = pytest.importorskip("psycopg", reason="DBOS needs PostgreSQL (lgos[postgres])")
+    admin = os.environ.get("LGOS_TEST_POSTGRES_ADMIN", "postgresql://postgres@127.0.0.1:5432")
+    name = f"lgos_owui_idle_{secrets.token_hex(4)}"
+    with psycopg.connect(f"{admin}/postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    log = tmp_path_factory.mktemp("lgos-idle") / "lgos.log"
+    port = free_port()
+    uri = f"{admin}/{name}"
+    try:
+        env = {**os.environ, "LGOS_BACKGROUND": "dbos", "LGOS_POSTGRES_URI": uri}
+        lgos = Path(sys.executable).with_name("lgos")
+        command = [str(lgos), "serve", "demo.registry:create_registry", "--host", "127.0.0.1"]
+        url = f"http://127.0.0.1:{port}/v1"
+        process = start([*command, "--port", str(port)], log, env, f"{url}/models")
+        try:
+            sync = [sys.executable, str(OPENWEBUI_DIR / "sync.py"), "--url", openwebui_url]
+            subprocess.run([*sync, "--lgos-url", url, "--function-id", "lgos_idle"], check=True)
+            yield "lgos_idle"
+        finally:
+            process.stop(grace=20)
+    finally:
+        with psycopg.connect(f"{admin}/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="session")
 def admin_token(openwebui_url: str) -> str:
     """Token of Open WebUI's single user (WEBUI_AUTH=false), an admin."""
-    token = http_json(
-        "POST", f"{openwebui_url}/api/v1/auths/signin", {"email": "", "password": ""}
-    )["token"]
-    # Mark this version's "What's New" as seen, so that it does not cover the chat.
-    version = http_json("GET", f"{openwebui_url}/api/config")["version"]
-    http_json(
-        "POST",
-        f"{openwebui_url}/api/v1/users/user/settings/update",
-        {"ui": {"version": version}},
-        token,
+    # Nothing else is prepared here: what the first page shows (no "What's New" modal) is
+    # what sync.py left, as for a user of `just demo/up`.
+    return str(
+        http_json("POST", f"{openwebui_url}/api/v1/auths/signin", {"email": "", "password": ""})[
+            "token"
+        ]
     )
-    return token
 
 
 @pytest.fixture
@@ -178,3 +209,10 @@ def page(owui_browser: Browser, admin_token: str) -> Iterator[Page]:
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture(scope="session")
+def timings() -> Iterator[Timings]:
+    found = Timings("openwebui")
+    yield found
+    found.save()

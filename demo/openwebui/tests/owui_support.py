@@ -9,11 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import socket
-import subprocess
 import time
-import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +17,13 @@ from typing import Any
 
 from playwright.sync_api import Page
 
+from tests.support.processes import Process
+
 HERE = Path(__file__).resolve().parent
 OPENWEBUI_DIR = HERE.parent
 REPO = OPENWEBUI_DIR.parent.parent
-SCREENSHOTS = REPO / "docs" / "img" / "openwebui"
+# The gitignored build folder; `just docs-images` copies the pictures to docs/img/openwebui.
+SCREENSHOTS = REPO / "build" / "screenshots" / "openwebui"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 # Root needs --no-sandbox; the rest keep Chromium from calling Google's services.
 CHROMIUM_ARGS = [
@@ -49,12 +48,6 @@ class Gateway:
     key: str
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def http_json(method: str, url: str, body: Any = None, token: str | None = None) -> Any:
     request = urllib.request.Request(
         url, data=None if body is None else json.dumps(body).encode(), method=method
@@ -66,42 +59,16 @@ def http_json(method: str, url: str, body: Any = None, token: str | None = None)
         return json.loads(response.read().decode() or "null")
 
 
-def wait_for(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Poll ``url`` until it answers 200, failing early if the process died."""
-    deadline = time.monotonic() + START_DEADLINE
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(
-                f"process exited with {process.returncode}:\n{log.read_text()[-3000:]}"
-            )
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except (OSError, urllib.error.URLError):
-            pass
-        time.sleep(0.25)
-    raise TimeoutError(
-        f"{url} did not answer within {START_DEADLINE} s:\n{log.read_text()[-3000:]}"
-    )
-
-
-def start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    # A new session, so that teardown stops the whole process group (run.sh execs Open WebUI).
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+def start(command: list[str], log: Path, env: dict[str, str], ready_url: str) -> Process:
+    """Start `command` in a process group of its own (run.sh execs Open WebUI, so teardown
+    stops the whole group) and wait until `ready_url` answers 200."""
+    process = Process(command, env=env, cwd=REPO, log=log, own_group=True)
+    try:
+        process.wait_http(ready_url, timeout=START_DEADLINE)
+    except BaseException:
+        process.stop(grace=20)
+        raise
+    return process
 
 
 def screenshot(page: Page, flow: str) -> None:
@@ -111,3 +78,26 @@ def screenshot(page: Page, flow: str) -> None:
         path=str(SCREENSHOTS / f"{flow}.png"),
         style="[data-sonner-toaster] { display: none !important; }",
     )
+
+
+class Timings:
+    """Send → visible times of the flows the docs report, written to build/timings/.
+
+    Measured, never asserted: the machine's load decides them.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.rows: list[tuple[str, float]] = []
+
+    def record(self, step: str, started: float) -> None:
+        self.rows.append((step, round(time.monotonic() - started, 2)))
+
+    def save(self) -> None:
+        if not self.rows:
+            return
+        folder = REPO / "build" / "timings"
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / f"{self.name}.jsonl").open("a") as out:
+            for step, seconds in self.rows:
+                out.write(json.dumps({"step": step, "seconds": seconds}) + "\n")

@@ -81,6 +81,51 @@ def test_sync_writes_one_optional_valve_per_setting() -> None:
     assert set(valves.model_fields) == {"run_in_background", "audience", "delay_seconds"}
     assert valves().delay_seconds is None  # unset: the graph's default applies
     assert valves(delay_seconds=0).delay_seconds == 0
+    # Saving an out-of-range value works (LGOS explains it on the next run, with the range)...
+    assert valves(delay_seconds=999).delay_seconds == 999
+    schema = valves.model_json_schema()["properties"]
+    assert "Allowed: 0 to 300" in schema["delay_seconds"]["description"]
+    # ...and an enum is a select: Open WebUI draws one for a top-level `enum`.
+    assert schema["audience"]["enum"] == ["general", "expert"]
+
+
+def test_sources_follow_the_report_numbers() -> None:
+    text = "Kites fly [2]. Costs fall [1]."
+    annotations = [
+        {"type": "url_citation", "url": "https://c", "title": "Costs", "end_index": 25},
+        {"type": "url_citation", "url": "https://k", "title": "Kites", "end_index": 9},
+    ]
+    part = {"type": "output_text", "text": text, "annotations": annotations}
+    response = {"output": [{"type": "message", "content": [part]}]}
+    # Open WebUI's chip [n] opens the n-th source it was given: source n must be document n.
+    assert pipe.numbered_sources(response) == [(1, "Costs", "https://c"), (2, "Kites", "https://k")]
+
+
+def test_gateway_wrapped_error_shows_the_lgos_message() -> None:
+    import httpx
+
+    inner = {
+        "error": {
+            "message": "Invalid runtime setting for delay_seconds: too big.",
+            "param": "metadata.lgos_settings",
+        }
+    }
+    wrapped = "litellm.BadRequestError: OpenAIException - " + json.dumps(inner)
+    # LiteLLM adds a sentence of its own after the JSON.
+    body = {
+        "error": {"message": wrapped + "\nLiteLLM: model group 'g' failed with the error above."}
+    }
+    message, param = pipe._error_message(httpx.Response(400, json=body))
+    assert message == "Invalid runtime setting for delay_seconds: too big."
+    assert param == "metadata.lgos_settings"
+
+
+def test_progress_line_says_when_no_worker_takes_the_run() -> None:
+    assert pipe.progress_line("queued", 1.5) == "Queued (1 s)"
+    assert pipe.progress_line("queued", 12) == (
+        "Queued (12 s) · no worker has picked this up for 12 s"
+    )
+    assert pipe.progress_line("in_progress", 4, "Reading") == "Running (4 s) · Reading"
 
 
 def test_sync_again_keeps_function_and_models(
@@ -94,9 +139,12 @@ def test_sync_again_keeps_function_and_models(
     models = http_json("GET", f"{openwebui_url}/api/models", token=admin_token)["data"]
     ids = {model["id"] for model in models}
     lgos_models = http_json("GET", f"{lgos_url}/models")["data"]
-    # Each LGOS model is reachable through the Pipe and, for plain chat, the OpenAI connection.
+    # Each LGOS model is reachable through the Pipe, and only there: Open WebUI's own OpenAI
+    # connection (plain entries without background, review or settings) is off.
     for model in lgos_models:
         assert f"lgos.{model['id']}" in ids
-        assert model["id"] in ids
+        assert model["id"] not in ids
+    names = [model["name"] for model in models]
+    assert all(name.startswith("LGOS: ") for name in names), names
     described = next(m for m in models if m["id"] == "lgos.background-interrupt")
     assert "interrupts" in json.dumps(described["info"]["meta"]["description"])

@@ -1,0 +1,162 @@
+"""Background runs as LGOS and every engine see them: the job, the run, the engine protocol,
+the event log protocol, and the statuses.
+
+The engine is the only store of background runs: it keeps each job (the validated request and
+its owner) and the finished Response JSON. The public Response id embeds the engine's run id,
+so any API instance answers for any id without a table of its own.
+
+These contracts sit in the core, not in `lgos.background`, because both sides need them: the
+service layer submits, reads and cancels through them, and the engines (`lgos.background`,
+`lgos.integrations.*`) implement them and call the service layer to execute a job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol, cast, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# The statuses of a Response, which are also those of a background run.
+ResponseStatus = Literal["queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
+# A Response an engine stores as a run's result ends in one of these.
+FINAL_RESPONSE_STATUSES: frozenset[str] = frozenset({"completed", "failed", "incomplete"})
+# A run in one of these has ended: it will never change again.
+TERMINAL_STATUSES: frozenset[str] = FINAL_RESPONSE_STATUSES | {"cancelled"}
+# The stream event that ends a Response of each final status.
+TERMINAL_EVENT_FOR_STATUS: Mapping[str, str] = {
+    status: f"response.{status}" for status in FINAL_RESPONSE_STATUSES
+}
+TERMINAL_EVENTS: frozenset[str] = frozenset(TERMINAL_EVENT_FOR_STATUS.values())
+
+
+def engine_statuses(**ours: Iterable[str]) -> dict[str, ResponseStatus]:
+    """An engine's own status names → ours: `engine_statuses(queued=["ENQUEUED"], ...)`."""
+    statuses: dict[str, ResponseStatus] = {}
+    for status, names in ours.items():
+        if status not in TERMINAL_STATUSES | {"queued", "in_progress"}:
+            raise ValueError(f"{status!r} is not a Response status")
+        statuses.update(dict.fromkeys(names, cast(ResponseStatus, status)))
+    return statuses
+
+
+# The first sequence number a worker writes: 0 and 1 are the API's created and queued events.
+FIRST_WORKER_SEQUENCE = 2
+
+
+class BackgroundJob(BaseModel):
+    """Everything a worker needs to run one background Response. JSON-serializable."""
+
+    model_config = ConfigDict(frozen=True)
+
+    request: dict[str, Any]
+    owner_scope: str
+    run_id: str = Field(pattern=r"^[0-9a-f]{32}$")
+    created_at: int = Field(default_factory=lambda: int(time.time()))
+    # SHA-256 of owner scope + client key: the only form of the key that leaves the API.
+    idempotency_key: str | None = None
+    # SHA-256 of the canonical request body, to refuse a reused key with another body.
+    request_digest: str = ""
+    # W3C trace context of the creating request, so the worker's workflow span joins its trace.
+    trace_context: dict[str, str] = Field(default_factory=dict)
+    # The creating request's id, carried onto the worker's log records.
+    request_id: str | None = None
+    # Created with `stream: true`: the worker writes its SSE events to the Response's event log.
+    stream: bool = False
+    # The request fields every snapshot of the Response echoes, so a poll of an unfinished run
+    # builds its Response without decoding the request again (empty in jobs of older versions).
+    echo: dict[str, Any] = Field(default_factory=dict)
+    # A turn of a stored conversation (lgos.service.stateful): the items before the input,
+    # the index from which the graph receives them as messages, and for a thread-keeping
+    # graph the checkpoint to start from.
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    replay_from: int = 0
+    checkpoint_id: str | None = None
+
+    @property
+    def model(self) -> str:
+        return str(self.request.get("model", ""))
+
+
+class BackgroundRun(BaseModel):
+    """A run as the engine reports it."""
+
+    id: str = Field(pattern=r"^[0-9a-f]{32}$")
+    job: BackgroundJob
+    status: ResponseStatus
+    response: dict[str, Any] | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    def with_output(self, output: Any) -> BackgroundRun:
+        """The run with the Response a finished engine task returned. A task reports
+        `completed` however its graph ended; the Response says how (completed, failed, ...)."""
+        if self.status == "completed" and isinstance(output, Mapping):
+            reported = output.get("status")
+            if reported in FINAL_RESPONSE_STATUSES:
+                return self.model_copy(update={"status": reported, "response": dict(output)})
+        return self
+
+
+@runtime_checkable
+class BackgroundBackend(Protocol):
+    async def submit(self, job: BackgroundJob) -> BackgroundRun:
+        """Start a run for `job`, or return the existing run for its idempotency key."""
+        ...
+
+    async def get(self, run_id: str) -> BackgroundRun | None:
+        """The run with this engine id, or None when unknown."""
+        ...
+
+    async def cancel(self, run_id: str) -> None:
+        """Cancel the run if it is active; a finished run stays as it is."""
+        ...
+
+
+@runtime_checkable
+class ResponseEventLog(Protocol):
+    """The event log of streamed background Responses: what a client replays and tails.
+
+    A background Response created with `stream: true` keeps every stream event it emitted, in
+    sequence order, so the creating client and any later `GET /v1/responses/{id}?stream=true`
+    read the same events from any API instance. The API appends `response.created` and
+    `response.queued` (sequence numbers 0 and 1) when it submits a new run; the worker appends
+    the rest, from `response.in_progress` to the terminal event. Logs are keyed by the engine
+    run id (the part of the Response id the engine knows).
+    """
+
+    async def append(self, run_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Store events (each with its `sequence_number`); a number already stored is kept."""
+        ...
+
+    async def read(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+        """The events with `sequence_number > after`, in order."""
+        ...
+
+    async def wait(self, run_id: str, after: int, patience: float) -> None:
+        """Return when an event after `after` may be there, or after `patience` seconds."""
+        ...
+
+    async def delete(self, run_ids: Iterable[str]) -> None:
+        """Forget the events of these runs (retention)."""
+        ...
+
+
+def event_log(backend: BackgroundBackend | None) -> ResponseEventLog | None:
+    """The engine's log of streamed Responses; None when it streams nothing (a backend may
+    offer one as its `events` attribute)."""
+    log = getattr(backend, "events", None)
+    return log if isinstance(log, ResponseEventLog) else None
+
+
+def digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def request_digest(request: dict[str, Any]) -> str:
+    return digest(json.dumps(request, sort_keys=True, separators=(",", ":")))

@@ -1,0 +1,79 @@
+"""Per-request client settings (`metadata.lgos_settings`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from lgos.core.errors import ConfigurationError, InvalidRequestError
+
+SETTINGS_PARAM = "metadata.lgos_settings"
+
+
+class ClientSettings(BaseModel):
+    """Base class for the settings a client may change per request.
+
+    Subclass it, give every field a default, and register the subclass on `GraphConfig`.
+    Clients send only the values that differ from the defaults, as a JSON object string in
+    `metadata.lgos_settings`; it is validated strictly on every request and never persisted.
+    """
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", validate_default=True)
+
+    _schema_cache: ClassVar[dict[str, Any] | None] = None
+
+    @classmethod
+    def check_definition(cls) -> None:
+        """Fail at start-up when a subclass cannot serve as client settings."""
+        missing = [name for name, field in cls.model_fields.items() if field.is_required()]
+        if missing:
+            raise ConfigurationError(
+                f"{cls.__name__}: every client setting needs a default; missing for {missing}"
+            )
+        config = cls.model_config
+        if not (config.get("strict") and config.get("frozen") and config.get("extra") == "forbid"):
+            raise ConfigurationError(
+                f"{cls.__name__}: keep ClientSettings' model_config (strict, frozen, extra=forbid)"
+            )
+
+    @classmethod
+    def default_values(cls) -> dict[str, Any]:
+        return cls().model_dump(mode="json")
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        schema = cls.model_json_schema()
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+    @classmethod
+    def from_metadata(cls, raw: str | None) -> Self:
+        """Decode and validate `metadata.lgos_settings`; raise a 400 naming the problem."""
+        if raw is None:
+            return cls()
+        try:
+            values = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise InvalidRequestError(
+                f"Invalid '{SETTINGS_PARAM}': expected a JSON object string ({error.msg}).",
+                param=SETTINGS_PARAM,
+                code="invalid_value",
+            ) from None
+        if not isinstance(values, dict):
+            raise InvalidRequestError(
+                f"Invalid '{SETTINGS_PARAM}': expected a JSON object.",
+                param=SETTINGS_PARAM,
+                code="invalid_type",
+            )
+        try:
+            # JSON mode keeps strictness sensible for JSON input (e.g. no "5" for an int).
+            return cls.model_validate_json(json.dumps(values))
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "settings"
+            raise InvalidRequestError(
+                f"Invalid runtime setting for {field}: {first['msg']}.",
+                param=SETTINGS_PARAM,
+                code="invalid_value",
+            ) from None

@@ -1,0 +1,78 @@
+"""Run coordination: one request at a time per interrupt run, and the pause index.
+
+LangGraph has no lease: two resumes of one interrupt both execute. The coordinator gives each
+run a fail-fast lease (a second holder gets `RunBusyError`, never a queue) and remembers when a
+run paused, so abandoned pauses can be found without scanning checkpoints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
+from typing import Protocol
+
+from lgos.core.errors import RunBusyError
+
+
+class RunCoordinator(Protocol):
+    def lease(self, key: str) -> AbstractAsyncContextManager[None]:
+        """Hold `key` exclusively; raise `RunBusyError` at once when another holder has it.
+
+        The release must happen even when the holder is cancelled.
+        """
+        ...
+
+    async def mark_paused(self, key: str) -> None:
+        """Record that `key` is paused now (called under its lease)."""
+        ...
+
+    async def mark_done(self, key: str) -> None:
+        """Forget `key`: it finished or was deleted (called under its lease)."""
+        ...
+
+    async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
+        """Keys paused before `cutoff`, oldest first."""
+        ...
+
+    async def paused_at(self, key: str) -> datetime | None:
+        """When `key` paused, or None when it is not paused."""
+        ...
+
+
+class InMemoryRunCoordinator:
+    """For one process. Leases and pauses die with it."""
+
+    def __init__(self) -> None:
+        self._held: set[str] = set()
+        self._paused: dict[str, float] = {}
+
+    @asynccontextmanager
+    async def _lease(self, key: str) -> AsyncIterator[None]:
+        # No await between the check and the add: atomic on one event loop.
+        if key in self._held:
+            raise RunBusyError()
+        self._held.add(key)
+        try:
+            yield
+        finally:
+            self._held.discard(key)
+
+    def lease(self, key: str) -> AbstractAsyncContextManager[None]:
+        return self._lease(key)
+
+    async def mark_paused(self, key: str) -> None:
+        self._paused[key] = time.time()
+
+    async def mark_done(self, key: str) -> None:
+        self._paused.pop(key, None)
+
+    async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
+        threshold = cutoff.timestamp()
+        expired = sorted((at, key) for key, at in self._paused.items() if at < threshold)
+        return [key for _, key in expired[:limit]]
+
+    async def paused_at(self, key: str) -> datetime | None:
+        at = self._paused.get(key)
+        return None if at is None else datetime.fromtimestamp(at, UTC)

@@ -1,0 +1,109 @@
+"""Errors LGOS raises on purpose. Each one knows the OpenAI error it becomes.
+
+They live outside `http/` and `wire/` because every layer raises them: the runner rejects a stale
+interrupt answer, the decoder rejects a malformed field, the registry rejects an unknown model.
+The HTTP layer is the only place that turns them into status codes and envelopes.
+"""
+
+from __future__ import annotations
+
+# What a client sees of an unexpected failure; the details go to the logs only.
+SERVER_ERROR_MESSAGE = "The server had an error while processing your request."
+
+
+class LgosError(Exception):
+    """An error whose message is safe to show to the client."""
+
+    status_code = 400
+    error_type = "invalid_request_error"
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+
+    @property
+    def retryable(self) -> bool:
+        """Whether a client should retry. The SDKs retry 408/409/429/5xx unless told otherwise."""
+        return self.status_code >= 500 or self.status_code == 429
+
+
+class InvalidRequestError(LgosError):
+    """The request is malformed or asks for something this server does not support (400)."""
+
+
+class InvalidAnswerError(InvalidRequestError):
+    """Raise it in a graph node, right after `interrupt()`, to refuse an answer and ask again.
+
+    The client gets a 400 with this message, `param` naming the answer it sent, and the
+    question stays pending under the same call id. Raised later (after the node that asked
+    finished), the question is gone and the request fails with the message like any 400.
+    """
+
+    def __init__(self, message: str, *, param: str = "input") -> None:
+        super().__init__(message, param=param, code="invalid_answer")
+
+
+class RunFailedError(LgosError):
+    """A resume whose run already failed after taking the answer: the original failure, again
+    (a client retrying a 5xx must not be told the question was answered)."""
+
+    status_code = 500
+    error_type = "server_error"
+
+    def __init__(self) -> None:
+        super().__init__(SERVER_ERROR_MESSAGE, code="server_error")
+
+
+class NotFoundError(LgosError):
+    status_code = 404
+
+
+class ModelNotFoundError(NotFoundError):
+    def __init__(self, model: str) -> None:
+        super().__init__(
+            f"The model '{model}' does not exist or you do not have access to it.",
+            param="model",
+            code="model_not_found",
+        )
+
+
+class ConflictError(LgosError):
+    """A well-formed request that the current state of a run cannot accept (409, final)."""
+
+    status_code = 409
+
+
+class InterruptConflictError(ConflictError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, param="input", code="interrupt_state_conflict")
+
+
+class RunBusyError(ConflictError):
+    def __init__(self) -> None:
+        super().__init__(
+            "Another request is currently running this conversation's graph; "
+            "wait for it to finish and try again.",
+            param="previous_response_id",
+            code="run_busy",
+        )
+
+
+class IdempotencyKeyReusedError(LgosError):
+    status_code = 422
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This Idempotency-Key was already used with a different request body.",
+            param="Idempotency-Key",
+            code="idempotency_key_reused",
+        )
+
+
+class GraphError(RuntimeError):
+    """A graph is misconfigured or produced output that cannot be served (a server bug, 500)."""
+
+
+class ConfigurationError(ValueError):
+    """The registry or server settings are invalid; raised at start-up, never per request."""

@@ -1,0 +1,184 @@
+"""What a host registers: graphs, their features and their adapters."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypeAlias
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.pregel import Pregel
+
+from lgos.core.client_settings import ClientSettings
+from lgos.core.coordinator import RunCoordinator
+from lgos.core.errors import ConfigurationError, GraphError, ModelNotFoundError
+from lgos.core.request import GraphRequest
+
+
+class GraphFeature(StrEnum):
+    """Capabilities a graph opts into. Advertised in `/v1/models` so clients can adapt."""
+
+    BACKGROUND = "background"
+    INTERRUPTS = "interrupts"
+    # The graph keeps its own state on a LangGraph thread: a conversation (by
+    # `previous_response_id` or `conversation`) runs every turn on one thread and sends only
+    # the new input. Needs the checkpointer, like INTERRUPTS.
+    THREADS = "threads"
+
+
+# A compiled LangGraph graph (StateGraph.compile() returns a Pregel subclass).
+CompiledGraph: TypeAlias = Pregel[Any, Any, Any, Any]
+GraphFactory = Callable[[], CompiledGraph | Awaitable[CompiledGraph]]
+
+
+def default_input(request: GraphRequest) -> dict[str, Any]:
+    return {"messages": list(request.messages)}
+
+
+def default_output(output: Any) -> AIMessage:
+    """The last message of `output["messages"]` is the answer."""
+    messages = output.get("messages") if isinstance(output, Mapping) else None
+    if messages is None:
+        raise GraphError("graph output has no 'messages'; set GraphConfig.output_to_message")
+    if not messages:
+        return AIMessage(content="")
+    last = messages[-1]
+    if not isinstance(last, AIMessage):
+        raise GraphError(f"the graph's last message is a {type(last).__name__}, not an AIMessage")
+    return last
+
+
+@dataclass(frozen=True, slots=True)
+class GraphConfig:
+    """One servable graph.
+
+    `graph` is a compiled graph, or a sync/async factory called per request (for graphs that
+    depend on per-request resources). The adapters default to the messages convention: input
+    `{"messages": [...]}`, answer = last AIMessage of `output["messages"]`.
+    """
+
+    graph: CompiledGraph | GraphFactory
+    description: str
+    features: frozenset[GraphFeature] = frozenset()
+    client_settings: type[ClientSettings] | None = None
+    request_to_input: Callable[[GraphRequest], Any] = default_input
+    # Runtime context for `context_schema` graphs. Without a factory the validated client
+    # settings (if any) are the context.
+    context_factory: Callable[[GraphRequest], Any] | None = None
+    output_to_message: Callable[[Any], BaseMessage] = default_output
+    # Tool names the graph executes itself / client functions it may call (advertised only).
+    server_tools: frozenset[str] = frozenset()
+    client_tools: frozenset[str] = frozenset()
+    recursion_limit: int = 100
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", frozenset(GraphFeature(f) for f in self.features))
+        object.__setattr__(self, "server_tools", frozenset(self.server_tools))
+        object.__setattr__(self, "client_tools", frozenset(self.client_tools))
+        if not self.description.strip():
+            raise ConfigurationError("GraphConfig.description must not be empty")
+        if self.client_settings is not None:
+            if not (
+                isinstance(self.client_settings, type)
+                and issubclass(self.client_settings, ClientSettings)
+            ):
+                raise ConfigurationError("GraphConfig.client_settings must subclass ClientSettings")
+            self.client_settings.check_definition()
+        if isinstance(self.graph, Pregel):
+            check_compiled_graph(self.graph, self.features)
+        elif not callable(self.graph):
+            raise ConfigurationError("GraphConfig.graph must be a compiled graph or a factory")
+
+    def supports(self, feature: GraphFeature) -> bool:
+        return feature in self.features
+
+    @property
+    def keeps_thread(self) -> bool:
+        return GraphFeature.THREADS in self.features
+
+    @property
+    def checkpointed(self) -> bool:
+        """Runs under a lease on a checkpoint thread (pausable, or keeping state)."""
+        return bool({GraphFeature.INTERRUPTS, GraphFeature.THREADS} & self.features)
+
+    async def resolve_graph(self) -> CompiledGraph:
+        if isinstance(self.graph, Pregel):
+            return self.graph
+        built = self.graph()
+        if inspect.isawaitable(built):
+            built = await built
+        if not isinstance(built, Pregel):
+            raise GraphError(f"graph factory returned {type(built).__name__}, not a compiled graph")
+        check_compiled_graph(built, self.features)
+        return built
+
+
+def check_compiled_graph(graph: CompiledGraph, features: frozenset[GraphFeature]) -> None:
+    """Reject graphs whose persistence does not match their declared features."""
+    wants_checkpointer = bool({GraphFeature.INTERRUPTS, GraphFeature.THREADS} & features)
+    if graph.interrupt_before_nodes or graph.interrupt_after_nodes:
+        raise ConfigurationError(
+            "static breakpoints (interrupt_before/after) are not supported; call interrupt()"
+        )
+    checkpointer = graph.checkpointer
+    if wants_checkpointer:
+        if checkpointer is None or checkpointer is True or checkpointer is False:
+            raise ConfigurationError(
+                "a graph with GraphFeature.INTERRUPTS or THREADS must be compiled with a "
+                "checkpointer (use resources.checkpointer)"
+            )
+    elif checkpointer not in (None, False):
+        # An implicit checkpointer costs a write per step and keeps state nobody can resume.
+        raise ConfigurationError(
+            "only graphs declaring GraphFeature.INTERRUPTS or THREADS may be compiled with a "
+            "checkpointer"
+        )
+
+
+@dataclass(slots=True)
+class GraphRegistry:
+    """The graphs a server exposes, keyed by model id."""
+
+    graphs: dict[str, GraphConfig]
+    run_coordinator: RunCoordinator | None = None
+    _sorted_ids: tuple[str, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.graphs:
+            raise ConfigurationError("GraphRegistry needs at least one graph")
+        for model, config in self.graphs.items():
+            problem = model_id_problem(model)
+            if problem:
+                raise ConfigurationError(f"model id {model!r}: {problem}")
+            if not isinstance(config, GraphConfig):
+                raise ConfigurationError(f"model {model!r}: expected a GraphConfig")
+            if config.checkpointed and self.run_coordinator is None:
+                raise ConfigurationError(
+                    f"model {model!r} declares interrupts or threads, so the registry needs a "
+                    "run_coordinator (use resources.run_coordinator)"
+                )
+        self._sorted_ids = tuple(sorted(self.graphs))
+
+    @property
+    def model_ids(self) -> tuple[str, ...]:
+        return self._sorted_ids
+
+    def get(self, model: str) -> GraphConfig:
+        try:
+            return self.graphs[model]
+        except KeyError:
+            raise ModelNotFoundError(model) from None
+
+
+def model_id_problem(model: str) -> str | None:
+    if not isinstance(model, str) or not model.strip():
+        return "must be a non-empty string"
+    if "/" in model:
+        return "must not contain '/'"
+    if model in {".", ".."}:
+        return "must not be '.' or '..'"
+    if model != model.strip():
+        return "must not start or end with whitespace"
+    return None

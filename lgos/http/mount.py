@@ -1,0 +1,56 @@
+"""`LanggraphOpenaiServe`: mount the OpenAI API for a registry on a FastAPI app."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from lgos.core.background import BackgroundBackend
+from lgos.core.errors import ConfigurationError
+from lgos.core.registry import GraphRegistry
+from lgos.core.stored import ResponseStore
+from lgos.http.routes import OpenAIRoutes, OwnerScopeResolver
+
+
+class LanggraphOpenaiServe:
+    """Binds the OpenAI-compatible routes of `registry` onto `app` (a new app if None).
+
+    `owner_scope` resolves the server-trusted owner of a request (for example the
+    authenticated tenant): it separates interrupt checkpoints and authorizes background
+    retrieve/cancel. It defaults to one shared scope. `checkpoint_scope` is the same
+    resolver under the reference design's name; pass one or the other.
+
+    `store` keeps stored Responses and Conversations (in this process's memory when None);
+    `store_by_default` is what an omitted `store` means (OpenAI's default: true).
+    """
+
+    def __init__(
+        self,
+        registry: GraphRegistry,
+        app: FastAPI | None = None,
+        checkpoint_scope: OwnerScopeResolver | None = None,
+        background: BackgroundBackend | None = None,
+        *,
+        owner_scope: OwnerScopeResolver | None = None,
+        ping_interval: float = 15.0,
+        store: ResponseStore | None = None,
+        store_by_default: bool = True,
+    ) -> None:
+        if owner_scope is not None and checkpoint_scope is not None:
+            raise ConfigurationError("pass owner_scope or checkpoint_scope, not both")
+        self.registry = registry
+        self.app = app if app is not None else FastAPI(title="LGOS")
+        self.routes = OpenAIRoutes(
+            registry,
+            owner_scope or checkpoint_scope,
+            background,
+            ping_interval,
+            store=store,
+            store_by_default=store_by_default,
+        )
+        self.app.state.graph_registry = registry
+
+    def bind_openai_api(self, prefix: str = "/v1") -> LanggraphOpenaiServe:
+        prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+        # Routes join the host app's own router: one middleware stack, not a mounted sub-app.
+        self.app.router.routes.extend(self.routes.routes(prefix))
+        return self

@@ -1,0 +1,71 @@
+"""One canonical log record per request, written when the response has been sent.
+
+The response is sent with the request's fields bound, so every record emitted while it is sent
+carries them: graph nodes that stream, and Uvicorn's access record (Uvicorn writes it inside
+`send` of the response start). The record holds identifiers, flags and timings only, never
+prompt or output text.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from lgos.core import log_fields
+
+logger = logging.getLogger("lgos.http.request")
+
+
+class LoggedResponse:
+    """Sends `response` under the request's log fields, then writes the request's record."""
+
+    __slots__ = ("_fields", "_method", "_quiet", "_response", "_route", "_started")
+
+    def __init__(
+        self,
+        response: ASGIApp,
+        fields: dict[str, Any],
+        *,
+        method: str,
+        route: str,
+        started: float,
+        quiet: bool = False,  # a probe's route: DEBUG, so probes do not drown the traffic
+    ) -> None:
+        self._response = response
+        self._fields = fields
+        self._method = method
+        self._route = route
+        self._started = started
+        self._quiet = quiet
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        status = 500  # if sending fails before the response starts
+
+        async def observed(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        token = log_fields.bind(**self._fields)
+        try:
+            await self._response(scope, receive, observed)
+        finally:
+            self._log(status)
+            log_fields.reset(token)
+
+    def _log(self, status: int) -> None:
+        level = logging.ERROR if status >= 500 else logging.INFO
+        logger.log(
+            logging.DEBUG if self._quiet else level,
+            "http.request",
+            extra={
+                "http.request.method": self._method,
+                "http.route": self._route,
+                "http.response.status_code": status,
+                "duration_ms": round((time.perf_counter() - self._started) * 1000, 1),
+            },
+        )

@@ -1,0 +1,69 @@
+"""Token usage of a graph run: the sum over every model call the graph made.
+
+A graph may call several models (or one model several times, or inside subgraphs), and its
+final message need not come from a model at all, so usage is collected from LangChain's
+callbacks for the whole run rather than read off the answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage
+from langchain_core.messages.ai import UsageMetadata, add_usage
+from langchain_core.outputs import ChatGeneration, LLMResult
+
+from lgos.core.run_events import Usage
+
+
+class UsageCollector(BaseCallbackHandler):
+    """Adds up `usage_metadata` of every chat model call in one run.
+
+    LangChain ships `UsageMetadataCallbackHandler`, but it drops calls whose message has no
+    `model_name` (many providers and fake models), and keys by model; one sum is what the
+    OpenAI usage object needs.
+    """
+
+    run_inline = True  # called on the event loop, not in a thread pool
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()  # sync nodes run in threads
+        self._total: UsageMetadata | None = None
+        self.calls = 0
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                if not isinstance(generation, ChatGeneration):
+                    continue
+                message = generation.message
+                if isinstance(message, AIMessage) and message.usage_metadata:
+                    with self._lock:
+                        self.calls += 1
+                        self._total = add_usage(self._total, message.usage_metadata)
+
+    def usage(self, final: AIMessage | None = None) -> Usage:
+        """The run's usage; a final message's own usage counts only when no call reported any
+        (a node that wrote the answer with `usage_metadata` but without a model call)."""
+        with self._lock:
+            total = self._total
+        if total is None and final is not None:
+            total = final.usage_metadata
+        return usage_from_metadata(total)
+
+
+def usage_from_metadata(usage: UsageMetadata | None) -> Usage:
+    if not usage:
+        return Usage()
+    input_details: Any = usage.get("input_token_details") or {}
+    output_details: Any = usage.get("output_token_details") or {}
+    return Usage(
+        input_tokens=usage.get("input_tokens", 0) or 0,
+        output_tokens=usage.get("output_tokens", 0) or 0,
+        cached_tokens=input_details.get("cache_read", 0) or 0,
+        cache_write_tokens=input_details.get("cache_creation", 0) or 0,
+        reasoning_tokens=output_details.get("reasoning", 0) or 0,
+    )

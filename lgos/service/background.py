@@ -1,0 +1,224 @@
+"""Background Responses: submit, retrieve (poll, or replay and tail the stream), cancel.
+
+The engine stores the runs (`BackgroundBackend`); this module decides what may be submitted,
+builds the job, and turns what the engine reports into Response objects and stream events.
+The worker side (`lgos.background.executor`) runs the job through `service.responses`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from opentelemetry import propagate
+
+from lgos.core import log_fields
+from lgos.core.background import (
+    FINAL_RESPONSE_STATUSES,
+    TERMINAL_EVENT_FOR_STATUS,
+    TERMINAL_EVENTS,
+    BackgroundBackend,
+    BackgroundJob,
+    BackgroundRun,
+    ResponseEventLog,
+    ResponseStatus,
+    digest,
+    event_log,
+    request_digest,
+)
+from lgos.core.errors import IdempotencyKeyReusedError, InvalidRequestError, NotFoundError
+from lgos.core.registry import GraphFeature, GraphRegistry
+from lgos.service import responses
+from lgos.service.stateful import StatefulResponses
+from lgos.wire import ids, responses_decoder
+from lgos.wire.responses_decoder import DecodedResponsesRequest
+from lgos.wire.responses_encoder import ResponseEcho, ResponsesStream, failure
+from lgos.wire.sse import named_event
+
+# While a tail waits for events, how often it asks the engine whether the run has ended.
+STATUS_CHECK_SECONDS = 1.0
+
+
+def response_id(run: BackgroundRun) -> str:
+    """The public id: the job's run id and the engine's, so any instance can answer for it."""
+    return str(ids.RunResponseId(run.job.run_id, run.id))
+
+
+def snapshot(run: BackgroundRun) -> dict[str, Any]:
+    """The Response for a run: the stored one once it finished, else one built from the job."""
+    if run.response is not None and run.status in FINAL_RESPONSE_STATUSES:
+        return run.response
+    status: ResponseStatus = run.status
+    if status == "completed":  # finished but the result is missing: report it honestly
+        status = "failed"
+    echo = _echo(run)
+    if status == "failed":
+        return echo.snapshot("failed", error=failure())
+    return echo.snapshot(status)
+
+
+def _echo(run: BackgroundRun) -> ResponseEcho:
+    if run.job.echo:
+        return ResponseEcho(id=response_id(run), **run.job.echo)
+    # A job queued by an LGOS version that did not store the echo: decode its request.
+    decoded = responses_decoder.decode(run.job.request)
+    return dataclasses.replace(
+        responses.response_echo(decoded, response_id(run)), created_at=run.job.created_at
+    )
+
+
+class BackgroundResponses:
+    """The background use cases over one registry and engine (None: background disabled)."""
+
+    def __init__(
+        self,
+        registry: GraphRegistry,
+        backend: BackgroundBackend | None,
+        stateful: StatefulResponses | None = None,
+    ) -> None:
+        self.registry = registry
+        self.backend = backend
+        # Stored Responses: a background turn continues a stored conversation and is indexed
+        # in the store (None: background Responses stand alone).
+        self.stateful = stateful
+        self.events = event_log(backend)
+
+    async def create(
+        self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
+    ) -> dict[str, Any] | AsyncGenerator[bytes]:
+        """Submit a run: its queued Response, or (with `stream`) its stream's frames."""
+        model = decoded.body.model
+        config = self.registry.get(model)
+        if self.backend is None:
+            raise InvalidRequestError(
+                "Background responses are not enabled on this server.",
+                param="background",
+                code="unsupported_value",
+            )
+        if not config.supports(GraphFeature.BACKGROUND):
+            raise InvalidRequestError(
+                f"The model '{model}' does not run in the background.",
+                param="background",
+                code="unsupported_value",
+            )
+        if decoded.stream and self.events is None:
+            raise InvalidRequestError(
+                "This server's background engine cannot stream: omit 'stream' and poll.",
+                param="stream",
+                code="unsupported_value",
+            )
+        turn = responses.STATELESS
+        if self.stateful is not None:
+            decoded, turn = await self.stateful.resolve(decoded, owner_scope)
+        # Everything the worker would reject for the request itself is rejected here, now.
+        prepared = responses.prepare(self.registry, decoded, turn=turn)
+        raw = decoded.body.model_dump(mode="json", exclude_unset=True, exclude={"extra_headers"})
+        trace_context: dict[str, str] = {}
+        propagate.inject(trace_context)
+        echo = {
+            field.name: getattr(prepared.echo, field.name)
+            for field in dataclasses.fields(prepared.echo)
+            if field.name != "id"
+        }
+        job = BackgroundJob(
+            request=raw,
+            owner_scope=owner_scope,
+            run_id=prepared.plan.run_id or ids.new_hex(),
+            created_at=prepared.echo.created_at,
+            idempotency_key=digest(owner_scope, idempotency_key) if idempotency_key else None,
+            request_digest=request_digest(raw),
+            trace_context=trace_context,
+            request_id=log_fields.current().get("request_id"),
+            stream=decoded.stream,
+            echo={**echo, "metadata": dict(prepared.echo.metadata)},
+            history=list(turn.history),
+            replay_from=turn.replay_from,
+            checkpoint_id=turn.checkpoint_id,
+        )
+        run = await self.backend.submit(job)
+        if run.job.request_digest != job.request_digest or run.job.owner_scope != owner_scope:
+            raise IdempotencyKeyReusedError()
+        log_fields.add(response_id=response_id(run), run_id=run.job.run_id)
+        if self.stateful is not None and run.job == job:  # a retry found its run indexed
+            await self.stateful.remember_background(prepared, owner_scope, response_id(run))
+        if not decoded.stream:
+            return snapshot(run)
+        assert self.events is not None
+        # The stream's first two events. A retry that found the run already created keeps
+        # the stored ones: the log never replaces an existing sequence number.
+        queued = ResponsesStream(prepared.with_response_id(response_id(run)).echo).queued()
+        await self.events.append(run.id, queued)
+        return self._tail(run, self.events, after=-1)
+
+    async def retrieve(
+        self, response_id: str, *, owner_scope: str, stream: bool, starting_after: int | None
+    ) -> dict[str, Any] | AsyncGenerator[bytes]:
+        run = await self._owned_run(response_id, owner_scope)
+        if not stream:
+            return snapshot(run)
+        if not run.job.stream or self.events is None:
+            raise InvalidRequestError(
+                "You can only start a new stream from a background response if you created "
+                "it with stream=true.",
+                param="stream",
+                code="invalid_value",
+            )
+        return self._tail(run, self.events, after=-1 if starting_after is None else starting_after)
+
+    async def cancel(self, response_id: str, *, owner_scope: str) -> dict[str, Any]:
+        run = await self._owned_run(response_id, owner_scope)
+        if not run.terminal:
+            assert self.backend is not None
+            await self.backend.cancel(run.id)
+            run = await self.backend.get(run.id) or run
+        return snapshot(run)
+
+    async def _owned_run(self, response_id: str, owner_scope: str) -> BackgroundRun:
+        log_fields.add(response_id=response_id)
+        parsed = ids.parse_run_response_id(response_id)
+        run = None
+        if parsed is not None and self.backend is not None:
+            run = await self.backend.get(parsed.nonce)
+        # A foreign id is indistinguishable from an unknown one, and so is a deleted one.
+        deleted = self.stateful is not None and await self.stateful.store.is_deleted(response_id)
+        if (
+            deleted
+            or run is None
+            or run.job.run_id != (parsed.run_id if parsed else None)
+            or run.job.owner_scope != owner_scope
+        ):
+            raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
+        return run
+
+    async def _tail(
+        self, run: BackgroundRun, log: ResponseEventLog, after: int
+    ) -> AsyncGenerator[bytes]:
+        """Replay the events after `after`, then follow new ones to the terminal event."""
+        assert self.backend is not None
+        last = after
+        while True:
+            events = await log.read(run.id, last)
+            for event in events:
+                yield named_event(event)
+                last = int(event["sequence_number"])
+                if event["type"] in TERMINAL_EVENTS:
+                    return
+            if events:
+                continue
+            current = await self.backend.get(run.id)
+            if current is None or current.terminal:
+                # The worker writes its terminal event before the engine records the end, so
+                # a log still without one here never gets one (cancelled, or its worker lost).
+                if await log.read(run.id, last):
+                    continue
+                yield named_event(_closing_event(current or run, last + 1))
+                return
+            await log.wait(run.id, last, STATUS_CHECK_SECONDS)
+
+
+def _closing_event(run: BackgroundRun, sequence: int) -> dict[str, Any]:
+    """A terminal event built from the engine's view of a run whose log has none."""
+    closing = snapshot(run if run.terminal else run.model_copy(update={"status": "failed"}))
+    event_type = TERMINAL_EVENT_FOR_STATUS.get(closing["status"], "response.failed")
+    return {"type": event_type, "sequence_number": sequence, "response": closing}

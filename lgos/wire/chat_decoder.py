@@ -1,0 +1,267 @@
+"""Chat Completions requests: the body's schema and its decoding into messages and answers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import BaseModel, ConfigDict, Field
+
+from lgos.core.request import ClientFunctionTool, ToolChoice
+from lgos.wire import decoding
+from lgos.wire.decoding import StrictBody
+from lgos.wire.interrupts import INTERRUPT_FUNCTION
+
+
+class TextPart(StrictBody):
+    type: Literal["text"]
+    text: str
+
+
+class OtherPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+
+Content = str | list[Annotated[TextPart | OtherPart, Field(union_mode="left_to_right")]]
+
+
+class SystemMessageIn(StrictBody):
+    role: Literal["system", "developer"]
+    content: Content
+    name: str | None = None
+
+
+class UserMessageIn(StrictBody):
+    role: Literal["user"]
+    content: Content
+    name: str | None = None
+
+
+class FunctionIn(StrictBody):
+    name: str
+    arguments: str
+
+
+class ToolCallIn(StrictBody):
+    id: str = Field(min_length=1)
+    type: Literal["function"] = "function"
+    function: FunctionIn
+
+
+class AssistantMessageIn(StrictBody):
+    role: Literal["assistant"]
+    content: Content | None = None
+    tool_calls: list[ToolCallIn] | None = None
+    refusal: str | None = None
+    name: str | None = None
+    function_call: None = None
+    audio: None = None
+    annotations: list[Any] | None = None
+
+
+class ToolMessageIn(StrictBody):
+    role: Literal["tool"]
+    content: Content
+    tool_call_id: str = Field(min_length=1)
+
+
+ChatMessageIn = Annotated[
+    SystemMessageIn | UserMessageIn | AssistantMessageIn | ToolMessageIn,
+    Field(discriminator="role"),
+]
+
+
+class FunctionDef(StrictBody):
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class ChatTool(StrictBody):
+    type: Literal["function"]
+    function: FunctionDef
+
+
+class NamedChoiceFunction(StrictBody):
+    name: str
+
+
+class NamedChoice(StrictBody):
+    type: Literal["function"]
+    function: NamedChoiceFunction
+
+
+class ChatStreamOptions(StrictBody):
+    include_usage: bool | None = None
+    include_obfuscation: bool | None = None
+
+
+class ChatBody(decoding.ApiBody):
+    messages: list[ChatMessageIn] = Field(min_length=1)
+    stream_options: ChatStreamOptions | None = None
+    tools: list[ChatTool] | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedChoice | None = None
+    n: int | None = None
+    # Generation controls belong to the graph: only "unset" is accepted.
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    logit_bias: dict[str, Any] | None = None
+    logprobs: bool | None = None
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    response_format: dict[str, Any] | None = None
+    reasoning_effort: str | None = None
+    modalities: list[str] | None = None
+    audio: dict[str, Any] | None = None
+    prediction: dict[str, Any] | None = None
+    verbosity: str | None = None
+    web_search_options: dict[str, Any] | None = None
+    functions: list[Any] | None = None
+    function_call: Any = None
+
+
+_UNSET_ONLY = (
+    *decoding.GENERATION_CONTROLS,
+    "max_tokens",
+    "max_completion_tokens",
+    "logit_bias",
+    "seed",
+    "stop",
+    "reasoning_effort",
+    "modalities",
+    "audio",
+    "prediction",
+    "verbosity",
+    "web_search_options",
+    "functions",
+    "function_call",
+)
+_TAGS = frozenset({"system", "developer", "user", "assistant", "tool", "TextPart", "OtherPart"})
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedChatRequest(decoding.DecodedRequest[ChatBody]):
+    """Answers are the contents of trailing tool messages that answer lgos_interrupt calls."""
+
+    # Where each answer is in the request (call id → `messages[3].content`), for errors.
+    answer_params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def include_usage(self) -> bool:
+        options = self.body.stream_options
+        return bool(options and options.include_usage)
+
+
+def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
+    body = decoding.validate(ChatBody, data, _TAGS)
+    decoding.reject_set(body, _UNSET_ONLY)
+    if body.logprobs:
+        raise decoding.unsupported("logprobs")
+    if body.n not in (None, 1):
+        raise decoding.unsupported("n", "Graphs return one choice.")
+    if body.store:
+        raise decoding.unsupported("store", "Chat completions are not stored.")
+    if body.response_format is not None and body.response_format.get("type") != "text":
+        raise decoding.unsupported("response_format", "Graphs answer in plain text.")
+    decoding.check_common(body, body.stream_options)
+    tools = _tools(body)
+    messages, answers = _messages(body)
+    return DecodedChatRequest(
+        body=body,
+        messages=messages,
+        metadata=decoding.check_metadata(body.metadata),
+        tools=tools,
+        tool_choice=_tool_choice(body, tools),
+        answers=answers,
+        answer_params={
+            message.tool_call_id: f"messages[{index}].content"
+            for index, message in enumerate(messages)
+            if isinstance(message, ToolMessage) and message.tool_call_id in (answers or {})
+        },
+    )
+
+
+def _tools(body: ChatBody) -> tuple[ClientFunctionTool, ...]:
+    tools = [
+        ClientFunctionTool(
+            tool.function.name,
+            tool.function.description,
+            tool.function.parameters,
+            tool.function.strict,
+        )
+        for tool in body.tools or ()
+    ]
+    return decoding.checked_tools(tools, lambda index: f"tools[{index}].function.name")
+
+
+def _tool_choice(body: ChatBody, tools: tuple[ClientFunctionTool, ...]) -> ToolChoice:
+    choice = body.tool_choice
+    if isinstance(choice, NamedChoice):
+        return decoding.resolve_tool_choice(
+            None, choice.function.name, tools, name_param="tool_choice.function.name"
+        )
+    return decoding.resolve_tool_choice(choice, None, tools, name_param="tool_choice.function.name")
+
+
+def _text(content: Content | None, param: str) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return decoding.joined_text(
+        content, param, lambda part: part.text if isinstance(part, TextPart) else None
+    )
+
+
+def _messages(body: ChatBody) -> tuple[tuple[BaseMessage, ...], dict[str, str] | None]:
+    messages: list[BaseMessage] = []
+    call_names: dict[str, str] = {}
+    answered: set[str] = set()
+    for index, message in enumerate(body.messages):
+        param = f"messages[{index}]"
+        if isinstance(message, SystemMessageIn):
+            messages.append(SystemMessage(content=_text(message.content, f"{param}.content")))
+        elif isinstance(message, UserMessageIn):
+            messages.append(HumanMessage(content=_text(message.content, f"{param}.content")))
+        elif isinstance(message, AssistantMessageIn):
+            calls = []
+            for position, call in enumerate(message.tool_calls or ()):
+                call_names[call.id] = call.function.name
+                calls.append(
+                    decoding.tool_call(
+                        call.id,
+                        call.function.name,
+                        call.function.arguments,
+                        f"{param}.tool_calls[{position}].function.arguments",
+                    )
+                )
+            text = _text(message.content, f"{param}.content")
+            messages.append(AIMessage(content=text, tool_calls=calls))
+        else:
+            messages.append(
+                decoding.tool_output(
+                    message.tool_call_id,
+                    _text(message.content, f"{param}.content"),
+                    calls=call_names,
+                    answered=answered,
+                    param=f"{param}.tool_call_id",
+                    problem="it does not answer an earlier tool call, or answers it twice.",
+                )
+            )
+    return tuple(messages), _trailing_interrupt_answers(messages, call_names)
+
+
+def _trailing_interrupt_answers(
+    messages: list[BaseMessage], call_names: dict[str, str]
+) -> dict[str, str] | None:
+    """Tool messages at the end answering lgos_interrupt calls make this request a resume."""
+    answers: dict[str, str] = {}
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        if call_names.get(message.tool_call_id) != INTERRUPT_FUNCTION:
+            return None
+        answers[message.tool_call_id] = str(message.content)
+    return answers or None

@@ -1,0 +1,402 @@
+"""Responses API objects and the stream events, built from neutral run events.
+
+The stream is a list of event objects (plain dicts): the caller frames them as SSE or, for a
+streamed background Response, stores them in the event log as they are.
+
+Every Response carries the full Open Responses field set (nulls where empty), which the
+official SDK in strict mode and Open Responses validators both accept.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from lgos.core.background import ResponseStatus
+from lgos.core.run_events import (
+    Citation,
+    Commentary,
+    Finished,
+    Interrupted,
+    Usage,
+)
+from lgos.wire import ids
+from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE
+from lgos.wire.interrupts import INTERRUPT_FUNCTION, interrupt_arguments, interrupt_call_id
+
+# A Response that ended always reports usage (zeros when the graph called no model), as OpenAI
+# does; one still queued or running reports null.
+_ENDED: frozenset[ResponseStatus] = frozenset({"completed", "failed", "cancelled", "incomplete"})
+
+
+@dataclass(slots=True)
+class ResponseEcho:
+    """The request-derived fields every snapshot of one Response echoes (its id included)."""
+
+    id: str
+    model: str
+    instructions: str | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: Any = "auto"
+    parallel_tool_calls: bool = True
+    previous_response_id: str | None = None
+    background: bool = False
+    store: bool = False
+    user: str | None = None
+    conversation: str | None = None
+    created_at: int = field(default_factory=lambda: int(time.time()))
+
+    def snapshot(
+        self,
+        status: ResponseStatus,
+        output: list[dict[str, Any]] | None = None,
+        *,
+        usage: Usage | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "completed_at": int(time.time()) if status == "completed" else None,
+            "status": status,
+            "background": self.background,
+            "store": self.store,
+            "model": self.model,
+            "previous_response_id": self.previous_response_id,
+            "instructions": self.instructions,
+            "output": output or [],
+            "error": error,
+            "incomplete_details": None,
+            "usage": usage_object(usage or Usage()) if status in _ENDED else None,
+            "metadata": dict(self.metadata),
+            "tools": self.tools,
+            "tool_choice": self.tool_choice,
+            "parallel_tool_calls": self.parallel_tool_calls,
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "presence_penalty": 0.0,
+            "frequency_penalty": 0.0,
+            "top_logprobs": 0,
+            "max_output_tokens": None,
+            "max_tool_calls": None,
+            "truncation": "disabled",
+            "text": {"format": {"type": "text"}},
+            "reasoning": None,
+            "user": self.user,
+            "service_tier": "default",
+            "safety_identifier": None,
+            "prompt_cache_key": None,
+            "conversation": {"id": self.conversation} if self.conversation else None,
+        }
+
+
+def usage_object(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {
+            "cached_tokens": usage.cached_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+        },
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def failure(message: str = SERVER_ERROR_MESSAGE) -> dict[str, Any]:
+    return {"code": "server_error", "message": message}
+
+
+def text_part(text: str, annotations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": annotations or [], "logprobs": []}
+
+
+def url_citations(citations: Iterable[Citation]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "url_citation",
+            "url": citation.url,
+            "title": citation.title,
+            "start_index": citation.start_index,
+            "end_index": citation.end_index,
+        }
+        for citation in citations
+    ]
+
+
+def message_item(
+    item_id: str,
+    text: str,
+    phase: str,
+    status: str = "completed",
+    annotations: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": item_id,
+        "role": "assistant",
+        "status": status,
+        "phase": phase,
+        "content": [text_part(text, annotations)],
+    }
+
+
+def function_call_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": ids.function_call_item_id(),
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": "completed",
+    }
+
+
+def interrupt_items(event: Interrupted) -> list[dict[str, Any]]:
+    return [
+        function_call_item(
+            interrupt_call_id(event.run_id, pending.id),
+            INTERRUPT_FUNCTION,
+            interrupt_arguments(pending),
+        )
+        for pending in event.interrupts
+    ]
+
+
+def tool_call_items(message: AIMessage) -> list[dict[str, Any]]:
+    return [
+        function_call_item(
+            call.get("id") or ids.tool_call_id(), call["name"], json.dumps(call["args"])
+        )
+        for call in message.tool_calls
+    ]
+
+
+def final_output(event: Finished) -> list[dict[str, Any]]:
+    """Non-streaming output: the answer (if any), then function calls."""
+    items = tool_call_items(event.message)
+    if event.text or not items:
+        annotations = url_citations(event.citations)
+        items.insert(
+            0, message_item(ids.message_id(), event.text, "final_answer", annotations=annotations)
+        )
+    return items
+
+
+class ResponsesStream:
+    """Encodes one Response's stream events. Sequence numbers start at 0 and only grow."""
+
+    __slots__ = ("_answer_id", "_answer_index", "_answer_text", "_context", "_output", "_sequence")
+
+    def __init__(self, context: ResponseEcho, sequence: int = 0) -> None:
+        self._context = context
+        # A background worker continues the stream the API began (or a dead worker left).
+        self._sequence = sequence
+        self._output: list[dict[str, Any]] = []
+        self._answer_id: str | None = None
+        self._answer_index = -1
+        self._answer_text: list[str] = []
+
+    def _event(self, event_type: str, payload: dict[str, Any]) -> dict[str, Any]:
+        payload["type"] = event_type
+        payload["sequence_number"] = self._sequence
+        self._sequence += 1
+        return payload
+
+    def start(self) -> list[dict[str, Any]]:
+        snapshot = self._context.snapshot("in_progress")
+        return [
+            self._event("response.created", {"response": snapshot}),
+            self._event("response.in_progress", {"response": snapshot}),
+        ]
+
+    def queued(self) -> list[dict[str, Any]]:
+        """How a streamed background Response begins, before a worker takes it."""
+        snapshot = self._context.snapshot("queued")
+        return [
+            self._event("response.created", {"response": snapshot}),
+            self._event("response.queued", {"response": snapshot}),
+        ]
+
+    def in_progress(self) -> dict[str, Any]:
+        return self._event(
+            "response.in_progress", {"response": self._context.snapshot("in_progress")}
+        )
+
+    def text_delta(self, text: str) -> list[dict[str, Any]]:
+        events = self._open_answer() if self._answer_id is None else []
+        self._answer_text.append(text)
+        events.append(
+            self._event(
+                "response.output_text.delta",
+                {
+                    "item_id": self._answer_id,
+                    "output_index": self._answer_index,
+                    "content_index": 0,
+                    "delta": text,
+                    "logprobs": [],
+                },
+            )
+        )
+        return events
+
+    def commentary(self, event: Commentary) -> list[dict[str, Any]]:
+        item = message_item(ids.message_id(), event.text, "commentary")
+        return self._complete_item(item, text=event.text)
+
+    def finished(self, event: Finished) -> list[dict[str, Any]]:
+        events = self._close_answer(url_citations(event.citations))
+        for item in tool_call_items(event.message):
+            events.extend(self._complete_item(item))
+        if not self._output:
+            events.extend(self._open_answer())
+            events.extend(self._close_answer([]))
+        events.append(self._terminal("response.completed", "completed", usage=event.usage))
+        return events
+
+    def interrupted(self, event: Interrupted) -> list[dict[str, Any]]:
+        events = self._close_answer([])
+        for item in interrupt_items(event):
+            events.extend(self._complete_item(item))
+        events.append(self._terminal("response.completed", "completed", usage=event.usage))
+        return events
+
+    def failed(
+        self, message: str = SERVER_ERROR_MESSAGE, code: str = "server_error"
+    ) -> list[dict[str, Any]]:
+        """An `error` event (nested and flat forms, see the protocol notes), then
+        `response.failed`. Items already shown stay; an open answer becomes incomplete."""
+        events = [
+            self._event(
+                "error",
+                {
+                    "code": code,
+                    "message": message,
+                    "param": None,
+                    "error": {
+                        "type": "server_error",
+                        "code": code,
+                        "message": message,
+                        "param": None,
+                    },
+                },
+            )
+        ]
+        if self._answer_id is not None:
+            self._output[self._answer_index]["status"] = "incomplete"
+            self._output[self._answer_index]["content"] = [text_part("".join(self._answer_text))]
+            self._answer_id = None
+        events.append(
+            self._terminal("response.failed", "failed", error={"code": code, "message": message})
+        )
+        return events
+
+    def _open_answer(self) -> list[dict[str, Any]]:
+        self._answer_id = ids.message_id()
+        self._answer_index = len(self._output)
+        item = {
+            "type": "message",
+            "id": self._answer_id,
+            "role": "assistant",
+            "status": "in_progress",
+            "phase": "final_answer",
+            "content": [],
+        }
+        self._output.append(item)
+        return [
+            self._event(
+                "response.output_item.added", {"output_index": self._answer_index, "item": item}
+            ),
+            self._event(
+                "response.content_part.added",
+                {
+                    "item_id": self._answer_id,
+                    "output_index": self._answer_index,
+                    "content_index": 0,
+                    "part": text_part(""),
+                },
+            ),
+        ]
+
+    def _close_answer(self, annotations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self._answer_id is None:
+            return []
+        text = "".join(self._answer_text)
+        item = message_item(self._answer_id, text, "final_answer", annotations=annotations)
+        self._output[self._answer_index] = item
+        common = {
+            "item_id": self._answer_id,
+            "output_index": self._answer_index,
+            "content_index": 0,
+        }
+        events = [
+            self._event(
+                "response.output_text.annotation.added",
+                {**common, "annotation_index": index, "annotation": annotation},
+            )
+            for index, annotation in enumerate(annotations)
+        ]
+        events += [
+            self._event("response.output_text.done", {**common, "text": text, "logprobs": []}),
+            self._event(
+                "response.content_part.done", {**common, "part": text_part(text, annotations)}
+            ),
+            self._event(
+                "response.output_item.done", {"output_index": self._answer_index, "item": item}
+            ),
+        ]
+        self._answer_id = None
+        return events
+
+    def _complete_item(self, item: dict[str, Any], text: str | None = None) -> list[dict[str, Any]]:
+        """Emit a whole item at once: added, its content or arguments, done."""
+        index = len(self._output)
+        self._output.append(item)
+        if item["type"] == "message":
+            opened = {**item, "status": "in_progress", "content": []}
+            common = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            return [
+                self._event("response.output_item.added", {"output_index": index, "item": opened}),
+                self._event("response.content_part.added", {**common, "part": text_part("")}),
+                self._event(
+                    "response.output_text.delta", {**common, "delta": text or "", "logprobs": []}
+                ),
+                self._event(
+                    "response.output_text.done", {**common, "text": text or "", "logprobs": []}
+                ),
+                self._event(
+                    "response.content_part.done", {**common, "part": text_part(text or "")}
+                ),
+                self._event("response.output_item.done", {"output_index": index, "item": item}),
+            ]
+        opened = {**item, "arguments": "", "status": "in_progress"}
+        common = {"item_id": item["id"], "output_index": index}
+        return [
+            self._event("response.output_item.added", {"output_index": index, "item": opened}),
+            self._event(
+                "response.function_call_arguments.delta", {**common, "delta": item["arguments"]}
+            ),
+            self._event(
+                "response.function_call_arguments.done",
+                {**common, "name": item["name"], "arguments": item["arguments"]},
+            ),
+            self._event("response.output_item.done", {"output_index": index, "item": item}),
+        ]
+
+    def _terminal(
+        self,
+        event_type: str,
+        status: ResponseStatus,
+        *,
+        usage: Usage | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        snapshot = self._context.snapshot(status, self._output, usage=usage, error=error)
+        return self._event(event_type, {"response": snapshot})

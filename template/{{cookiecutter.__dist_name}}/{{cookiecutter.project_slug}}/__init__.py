@@ -1,0 +1,4 @@
+"""{{ cookiecutter.project_name }}.
+
+LangGraph graphs served as OpenAI-compatible models by LGOS (`registry.py` lists them).
+"""

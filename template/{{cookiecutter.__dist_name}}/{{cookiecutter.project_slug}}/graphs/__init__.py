@@ -1,0 +1,1 @@
+"""The service's graphs. Each module builds one compiled graph; `registry.py` names them."""
