@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
 
-from tests.postgres.processes import LgosServer, start_lgos
+from tests.stateful.servers import LgosServer, start_lgos
 from tests.stateful.test_stateful_processes import REGISTRY
 
 pytestmark = [pytest.mark.anyio, pytest.mark.processes]

@@ -15,7 +15,7 @@ import pytest
 from openai import AsyncOpenAI
 from openai.types.responses import Response, ResponseFunctionToolCall
 
-from tests.postgres.processes import LgosServer, start_lgos
+from tests.stateful.servers import LgosServer, start_lgos
 from tests.support.postgres import temporary_database
 
 pytestmark = [pytest.mark.anyio, pytest.mark.processes]
