@@ -140,7 +140,11 @@ class BackgroundResponses:
         if run.job.request_digest != job.request_digest or run.job.owner_scope != owner_scope:
             raise IdempotencyKeyReusedError()
         log_fields.add(response_id=response_id(run), run_id=run.job.run_id)
-        if self.stateful is not None and run.job == job:  # a retry found its run indexed
+        # Index a new run only: a retry that found its run (another job) was indexed already.
+        # Compared as JSON, the form in which an engine stores and returns the job.
+        if self.stateful is not None and run.job.model_dump(mode="json") == job.model_dump(
+            mode="json"
+        ):
             await self.stateful.remember_background(prepared, owner_scope, response_id(run))
         if not decoded.stream:
             return snapshot(run)
