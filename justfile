@@ -16,6 +16,7 @@ setup:
     bash scripts/setup-postgres.sh
     uv sync --all-extras --all-groups --quiet
     bash scripts/setup-test-env.sh
+    bash scripts/setup-hatchet.sh
 
 # Run the whole test suite (contract, PostgreSQL, processes, gateway, browsers, compose).
 test *args: setup

@@ -3,8 +3,9 @@
     uv run python -m benchmarks.background [--runs 30] [--burst 200]
 
 For each engine it starts real processes on loopback (the in-memory engine: one `lgos serve`;
-DBOS: one `lgos serve` and two `lgos worker` on a throwaway PostgreSQL database) serving the
-demo registry, then measures with the official SDK:
+DBOS: one `lgos serve` and two `lgos worker` on a throwaway PostgreSQL database; Hatchet: the
+same, plus a Hatchet engine built by `just setup` and started by scripts/hatchet-bootstrap.sh on
+a database of its own) serving the demo registry, then measures with the official SDK:
 
 - latency: the median time from `create` to the first poll that sees `completed`, for
   `background-mock` with `delay_seconds: 0`, one run at a time (polling every 10 ms);
@@ -25,6 +26,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -116,24 +118,40 @@ def environment(**values: str) -> dict[str, str]:
 
 
 @contextmanager
+def engine_settings(engine: str) -> Iterator[dict[str, str]]:
+    """Client settings of the engine's own service (only Hatchet has one)."""
+    if engine != "hatchet":
+        yield {}
+        return
+    from tests.support import hatchet
+
+    with (
+        tempfile.TemporaryDirectory(prefix="lgos-bench-hatchet-") as state,
+        hatchet.running_engine(Path(state)) as settings,
+    ):
+        yield settings
+
+
+@contextmanager
 def deployment(engine: str) -> Iterator[str]:
     """Start the engine's processes; yield the API's base URL."""
-    with database() as uri:
+    with database() as uri, engine_settings(engine) as settings:
         env = environment(
             LGOS_BACKGROUND=engine,
             LGOS_POSTGRES_URI=uri,
             LGOS_INTERRUPT_SWEEP_INTERVAL_MINUTES="0",
+            **settings,
         )
         processes = [Process(["serve", REGISTRY, "--port", "0"], env)]
-        if engine == "dbos":
+        if engine in ("dbos", "hatchet"):
             processes += [
                 Process(["worker", REGISTRY], {**env, "LGOS_WORKER_ID": f"bench-{index}"})
                 for index in range(2)
             ]
         try:
-            base_url = processes[0].wait_for(_RUNNING.pattern)
+            base_url = processes[0].wait_for(_RUNNING.pattern, timeout=300)
             for worker in processes[1:]:
-                worker.wait_for(r'"message": "worker\.started"')
+                worker.wait_for(r'"message": "worker\.started"', timeout=300)
             yield base_url
         finally:
             for process in processes:
@@ -198,7 +216,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--burst", type=int, default=200)
-    parser.add_argument("--engines", default="memory,dbos")
+    parser.add_argument("--engines", default="memory,dbos,hatchet")
     args = parser.parse_args()
     results = {}
     for engine in args.engines.split(","):

@@ -26,7 +26,10 @@ RUN uv pip install --python /opt/venv/bin/python \
 
 COPY lgos ./lgos
 COPY demo ./demo
-RUN uv sync --frozen --no-dev --extra postgres --extra dbos --extra hatchet
+# --inexact: a plain sync removes what the lockfile does not list, which would
+# take the OpenTelemetry packages above (and `opentelemetry-instrument`) away.
+RUN uv sync --frozen --no-dev --inexact --extra postgres --extra dbos --extra hatchet \
+    && opentelemetry-instrument --version
 
 COPY demo/docker/entrypoint.sh /usr/local/bin/lgos-entrypoint
 RUN chmod 0755 /usr/local/bin/lgos-entrypoint \

@@ -11,6 +11,8 @@ Run: `uv run pytest demo/docker` (or `just demo/compose-config`).
 from __future__ import annotations
 
 import functools
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -147,3 +149,79 @@ def test_no_secret_is_committed_in_the_compose_files() -> None:
             ):
                 value = line.split(":-", 1)[-1] if ":-" in line else line.split("=", 1)[-1]
                 assert "dev" in value or value.strip() in ("", "}"), (path.name, line)
+
+
+def services_config() -> dict[str, dict[str, object]]:
+    """Every service of every profile, as Compose resolves it."""
+    flags = [arg for profile in ("hatchet", "dbos", "otel") for arg in ("--profile", profile)]
+    result = compose(*flags, "config", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    services: dict[str, dict[str, object]] = json.loads(result.stdout)["services"]
+    return services
+
+
+def repo_paths(service: dict[str, object]) -> list[str]:
+    """The repo files a service's command runs, through its bind mounts (relative to the repo)."""
+    argv = [*(service.get("entrypoint") or []), *(service.get("command") or [])]  # type: ignore[misc]
+    mounts = [
+        (Path(str(volume["source"])), str(volume["target"]))
+        for volume in service.get("volumes", [])  # type: ignore[attr-defined]
+        if volume.get("type") == "bind"
+    ]
+    found = []
+    for arg in argv:
+        for source, target in mounts:
+            if arg == target or arg.startswith(target.rstrip("/") + "/"):
+                path = source / arg[len(target) :].lstrip("/") if arg != target else source
+                found.append(str(path.resolve().relative_to(REPO)))
+    return found
+
+
+def test_compose_runs_the_scripts_the_local_stack_runs() -> None:
+    """A command a compose service runs that also runs locally is the same file: the engine and
+    its token job run scripts/hatchet-bootstrap.sh, whose `up` (what `just demo/hatchet-up` and
+    the tests run) is exactly those two steps; API and worker are the same `lgos` commands."""
+    services = services_config()
+    justfile = (REPO / "demo" / "justfile").read_text()
+    bootstrap = (REPO / "scripts" / "hatchet-bootstrap.sh").read_text()
+
+    for name, step in (("hatchet-lite", "engine"), ("hatchet-token", "token")):
+        assert repo_paths(services[name]) == ["scripts/hatchet-bootstrap.sh"], name
+        assert services[name]["command"] == [step]
+        # `up` starts the engine and then runs the token step of the same script.
+        assert f'bash "$0" {step}' in bootstrap
+    assert "scripts/hatchet-bootstrap.sh up" in justfile
+    # The token job has the engine's environment, DATABASE_URL included.
+    assert services["hatchet-token"]["environment"] == services["hatchet-lite"]["environment"]
+    assert "DATABASE_URL" in services["hatchet-token"]["environment"]  # type: ignore[operator]
+
+    assert repo_paths(services["openwebui-sync"]) == ["demo/openwebui/sync.py"]
+    assert "demo/openwebui/sync.py" in justfile
+    assert repo_paths(services["litellm"]) == ["demo/litellm/config.yaml"]
+    assert "LITELLM_CONFIG:-$here/config.yaml" in (REPO / "demo/litellm/run.sh").read_text()
+
+    for name in ("api", "api-dbos", "worker", "worker-dbos"):
+        command = services[name]["command"]
+        assert isinstance(command, list)
+        assert f"lgos {command[1]} {command[2]}" in justfile, name
+
+
+def test_the_hatchet_image_is_the_release_the_go_build_makes() -> None:
+    services = services_config()
+    pinned = re.search(
+        r'HATCHET_VERSION="\$\{HATCHET_VERSION:-(v[\d.]+)\}"',
+        (REPO / "scripts" / "setup-hatchet.sh").read_text(),
+    )
+    assert pinned
+    for name in ("hatchet-lite", "hatchet-token"):
+        assert services[name]["image"] == f"ghcr.io/hatchet-dev/hatchet/hatchet-lite:{pinned[1]}"
+
+
+def test_the_api_image_keeps_opentelemetry_instrument() -> None:
+    """The otel profile runs `opentelemetry-instrument`, installed beside the lockfile's
+    packages: every later `uv sync` must leave it (--inexact) or the profile crash-loops."""
+    lines = (REPO / "demo" / "docker" / "api.Dockerfile").read_text().splitlines()
+    installed = next(i for i, line in enumerate(lines) if "opentelemetry-distro" in line)
+    later_syncs = [line for line in lines[installed:] if "uv sync" in line]
+    assert later_syncs
+    assert all("--inexact" in line for line in later_syncs)

@@ -6,7 +6,8 @@ Environment:
   DEMO_API_KEY        key for DEMO_GATEWAY_URL (default: the dev key of demo/litellm)
   DEMO_BIFROST_URL    Bifrost base URL (…/v1); unset: the Bifrost suite is skipped
   DEMO_BIFROST_PROVIDER / DEMO_BIFROST_API_KEY   Bifrost custom provider name / key
-  DEMO_STACK_BACKGROUND   engine of a locally started API: dbos (default) or memory
+  DEMO_STACK_BACKGROUND   engine of a locally started API: hatchet (default; dbos where Go
+                          is absent, so the engine cannot be built), dbos or memory
   DEMO_POSTGRES_ADMIN_URI database server for the fresh per-run database
 """
 
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import hatchet
+
 from .stack import LITELLM_DEV_KEY, LocalStack
 from .targets import Target, bifrost_styles, direct_styles, litellm_styles
 
@@ -26,13 +29,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "live: talks to a running demo stack over HTTP")
 
 
+def default_background() -> str:
+    """The demo stack's engine, Hatchet, wherever it can be built."""
+    return "dbos" if hatchet.unavailable_reason() else "hatchet"
+
+
 class StackManager:
     """Starts the local stack piece by piece, only for what the session needs."""
 
     def __init__(self, workdir: Path) -> None:
         self.stack = LocalStack(
             workdir=workdir,
-            background=(os.environ.get("DEMO_STACK_BACKGROUND") or "dbos"),
+            background=(os.environ.get("DEMO_STACK_BACKGROUND") or default_background()),
             admin_uri=os.environ.get(
                 "DEMO_POSTGRES_ADMIN_URI", "postgresql://postgres@127.0.0.1:5432/postgres"
             ),

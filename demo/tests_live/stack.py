@@ -5,7 +5,9 @@ When no base URL is given, the suites bring up what they need themselves:
 * a fresh PostgreSQL database (created with ``psql`` on the machine's server,
   dropped at the end),
 * ``lgos serve demo.registry:create_registry`` on a free loopback port,
-* one ``lgos worker`` when the background engine needs workers (DBOS),
+* one ``lgos worker`` when the background engine needs workers (Hatchet, DBOS),
+* for Hatchet, the engine itself, started by scripts/hatchet-bootstrap.sh (as
+  ``just demo/hatchet-up`` and compose do) on its own database,
 * the LiteLLM proxy from ``demo/litellm`` in front of the API.
 
 Every process is a `tests.support.processes.Process` in a session of its own, so it is
@@ -18,9 +20,11 @@ import importlib.util
 import os
 import subprocess
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support import hatchet
 from tests.support.processes import LGOS, Process, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,6 +52,8 @@ class LocalStack:
     api_url: str = ""
     gateway_url: str = ""
     gateway_key: str = LITELLM_DEV_KEY
+    # What outlives the processes: the Hatchet engine, stopped after API and worker.
+    resources: ExitStack = field(default_factory=ExitStack)
 
     # ------------------------------------------------------------ processes
     def spawn(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path = REPO) -> Process:
@@ -90,6 +96,10 @@ class LocalStack:
                 "(or set DEMO_STACK_BACKGROUND=memory for a single-process API)"
             )
         env = {"LGOS_BACKGROUND": self.background}
+        if self.background == "hatchet":
+            env.update(
+                self.resources.enter_context(hatchet.running_engine(self.workdir / "hatchet"))
+            )
         if self.background != "memory":
             # Workers and API share the run state through PostgreSQL.
             env["LGOS_POSTGRES_URI"] = self.create_database()
@@ -107,10 +117,12 @@ class LocalStack:
                 [LGOS, "worker", REGISTRY],
                 {**env, "LGOS_WORKER_ID": f"live-{uuid.uuid4().hex[:8]}"},
             )
-            # A worker has no HTTP port: the background tests prove it runs jobs,
-            # and `diagnostics()` shows its log when one of them times out.
-            if not worker.alive():
-                raise RuntimeError(f"worker exited early:\n{worker.output()}")
+            # A worker has no HTTP port; it says when it takes runs (a Hatchet trigger
+            # needs a worker that registered the task). `diagnostics()` shows its log
+            # when a background test times out.
+            worker.wait_for_record(
+                lambda record: record.get("message") == "worker.started", START_TIMEOUT
+            )
 
     def start_litellm(self) -> None:
         subprocess.run(["bash", str(LITELLM_DIR / "setup.sh")], check=True)
@@ -138,4 +150,5 @@ class LocalStack:
         for proc in reversed(self.processes):
             proc.stop()
         self.processes.clear()
+        self.resources.close()
         self.drop_database()

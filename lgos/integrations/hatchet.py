@@ -60,6 +60,8 @@ DEFAULT_EXECUTION_TIMEOUT = timedelta(hours=1)
 DEFAULT_IDEMPOTENCY_TTL = timedelta(hours=24)
 # Without an engine the SDK's trigger hangs instead of failing; bound every engine call.
 ENGINE_CALL_TIMEOUT_SECONDS = 30.0
+# How often a cancel re-reads the run until the engine shows it finished.
+CANCEL_POLL_SECONDS = 0.1
 
 # Hatchet names its statuses as we do, in capitals (and says RUNNING for in progress).
 _STATUS = engine_statuses(
@@ -178,6 +180,14 @@ class HatchetBackgroundBackend:
         # Hatchet cancels the task's asyncio task after a 1 s grace: CancelledError in the
         # graph. A finished run keeps its status.
         await asyncio.wait_for(self.runs.aio_cancel(_uuid(run_id)), self.call_timeout)
+        # The engine applies the cancel asynchronously: wait until the run reads as finished,
+        # so the cancel request answers with the cancelled Response (as OpenAI's does).
+        deadline = asyncio.get_running_loop().time() + self.call_timeout
+        while asyncio.get_running_loop().time() < deadline:
+            run = await self.get(run_id)
+            if run is None or run.terminal:
+                return
+            await asyncio.sleep(CANCEL_POLL_SECONDS)
 
 
 def to_run(run_id: str, run: Any) -> BackgroundRun | None:
@@ -223,8 +233,19 @@ def _uuid(run_id: str) -> str:
     return str(uuid.UUID(hex=run_id))
 
 
+def _route_sdk_logs() -> None:
+    # The SDK's "hatchet" logger prints its own text lines to stdout; send its records through
+    # the process's logging instead, so `lgos serve` and `lgos worker` stay one JSON record per
+    # line. (The worker's action-listener subprocess, which the SDK spawns, keeps its own.)
+    sdk_logger = logging.getLogger("hatchet")
+    for handler in list(sdk_logger.handlers):
+        sdk_logger.removeHandler(handler)
+    sdk_logger.propagate = True
+
+
 def connect() -> Hatchet:
     """The SDK's client from HATCHET_CLIENT_* (and .env files); a bad setup is a clear error."""
+    _route_sdk_logs()
     try:
         return Hatchet()
     except ValidationError as error:
@@ -286,11 +307,18 @@ def run_hatchet_worker(
     executor is opened in the worker's lifespan, on that loop.
     """
     hatchet = connect()
-    asyncio.run(check_engine_version(hatchet))
+    version = asyncio.run(check_engine_version(hatchet))
 
     async def lifespan() -> AsyncGenerator[JobExecutor, None]:
+        # Hatchet runs this after registering the task with the engine and before it takes
+        # runs: from here on, triggers find a worker that declared the task.
         async with open_executor() as executor:
+            logger.info(
+                "worker.started",
+                extra={"worker_id": name, "engine": "hatchet", "engine_version": version},
+            )
             yield executor
+        logger.info("worker.stopped", extra={"worker_id": name})
 
     worker = hatchet.worker(
         name, slots=slots, workflows=[create_hatchet_task(hatchet)], lifespan=lifespan

@@ -22,7 +22,7 @@ from lgos.core import log_fields
 # LogRecord attributes that are not user extras.
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
 # Loggers shown at INFO besides the registry's own package; everything else at WARNING.
-INFO_LOGGERS = ("lgos", "uvicorn", "uvicorn.error", "uvicorn.access", "dbos", "hatchet_sdk")
+INFO_LOGGERS = ("lgos", "uvicorn", "uvicorn.error", "uvicorn.access", "dbos", "hatchet")
 
 
 class RequestContextFilter(logging.Filter):

@@ -7,7 +7,6 @@ it stops when the package's last test ends, so its processes and connections do 
 
 from __future__ import annotations
 
-import os
 import signal
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -16,6 +15,7 @@ import psycopg
 import pytest
 from openai import AsyncOpenAI
 
+from tests.support import hatchet
 from tests.support.postgres import temporary_database
 from tests.support.processes import START_TIMEOUT, Process, clean_environment, lgos
 
@@ -34,10 +34,19 @@ def is_message(name: str) -> Any:
 class Deployment:
     """API and worker processes of one engine, the database they share, and SDK clients."""
 
-    def __init__(self, engine: str, uri: str, *, apis: int, workers: int) -> None:
+    def __init__(
+        self,
+        engine: str,
+        uri: str,
+        *,
+        apis: int,
+        workers: int,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         self.engine = engine
         self.uri = uri
         self.env = clean_environment(
+            **(extra_env or {}),
             LGOS_POSTGRES_URI=uri,
             LGOS_BACKGROUND=engine,
             LGOS_WORKER_SLOTS=str(WORKER_SLOTS),
@@ -126,8 +135,10 @@ def bg_database() -> Iterator[str]:
         yield uri
 
 
-def _deployment(engine: str, uri: str, apis: int, workers: int) -> Iterator[Deployment]:
-    deployment = Deployment(engine, uri, apis=apis, workers=workers)
+def _deployment(
+    engine: str, uri: str, apis: int, workers: int, extra_env: dict[str, str] | None = None
+) -> Iterator[Deployment]:
+    deployment = Deployment(engine, uri, apis=apis, workers=workers, extra_env=extra_env)
     try:
         deployment.start()
         yield deployment
@@ -145,11 +156,19 @@ def dbos_deployment(bg_database: str) -> Iterator[Deployment]:
     yield from _deployment("dbos", bg_database, apis=2, workers=2)
 
 
+@pytest.fixture(scope="session")
+def hatchet_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Client settings of a real Hatchet engine (started here unless one is configured)."""
+    reason = hatchet.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with hatchet.running_engine(tmp_path_factory.mktemp("hatchet")) as settings:
+        yield settings
+
+
 @pytest.fixture(scope="package")
-def hatchet_deployment(bg_database: str) -> Iterator[Deployment]:
-    if not os.environ.get("HATCHET_CLIENT_TOKEN"):
-        pytest.skip("Hatchet live suite: HATCHET_CLIENT_TOKEN is not set (no engine runs here)")
-    yield from _deployment("hatchet", bg_database, apis=1, workers=1)
+def hatchet_deployment(bg_database: str, hatchet_engine: dict[str, str]) -> Iterator[Deployment]:
+    yield from _deployment("hatchet", bg_database, apis=2, workers=2, extra_env=hatchet_engine)
 
 
 @pytest.fixture(params=["memory", "dbos", "hatchet"])

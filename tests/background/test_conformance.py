@@ -155,7 +155,7 @@ async def test_idempotent_create_under_concurrency(deployment: Deployment) -> No
             extra_headers={"Idempotency-Key": key},
         )
 
-    created = await asyncio.gather(*(create(index) for index in range(8)))
+    created = await asyncio.gather(*(create(index) for index in range(20)))
     assert len({response.id for response in created}) == 1
     await deployment.open_gate(name)
     done = await finished(deployment, created[0].id)

@@ -1,5 +1,6 @@
 """Background Responses across real processes on PostgreSQL: two `lgos serve` APIs and two
-`lgos worker` processes (DBOS), a worker killed mid-run, the guide's client, shutdown."""
+`lgos worker` processes, on DBOS and on a real Hatchet engine: a worker killed mid-run, the
+guide's client, the engine version guard, shutdown."""
 
 from __future__ import annotations
 
@@ -18,12 +19,15 @@ import pytest
 from dbos import DBOSClient
 from psycopg_pool import AsyncConnectionPool
 
+from lgos.core.errors import ConfigurationError
+from lgos.integrations import hatchet as hatchet_integration
 from lgos.integrations.dbos import DBOSBackgroundBackend, _sqlalchemy_url
 from lgos.integrations.postgres import PostgresResponseEventLog
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.wire import ids
 from tests.background.conftest import Deployment, is_message
 from tests.background.test_conformance import NO_DELAY, finished, step_seen, topic
+from tests.support import hatchet as hatchet_support
 
 pytestmark = [
     pytest.mark.anyio,
@@ -33,8 +37,19 @@ pytestmark = [
 ]
 
 
+@pytest.fixture(params=["dbos", "hatchet"])
+async def workers(request: pytest.FixtureRequest) -> Deployment:
+    """The two-API, two-worker deployment of each engine that runs workers."""
+    found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
+    found.ensure_workers()
+    try:
+        yield found  # type: ignore[misc]
+    finally:
+        await found.close_clients()
+
+
 @pytest.fixture
-async def dbos(dbos_deployment: Deployment) -> Deployment:
+async def dbos_only(dbos_deployment: Deployment) -> Deployment:
     dbos_deployment.ensure_workers()
     try:
         yield dbos_deployment  # type: ignore[misc]
@@ -42,10 +57,10 @@ async def dbos(dbos_deployment: Deployment) -> Deployment:
         await dbos_deployment.close_clients()
 
 
-async def test_creates_on_either_api_are_polled_on_the_other(dbos: Deployment) -> None:
+async def test_creates_on_either_api_are_polled_on_the_other(workers: Deployment) -> None:
     created = await asyncio.gather(
         *(
-            dbos.client(index % 2).responses.create(
+            workers.client(index % 2).responses.create(
                 model="background-mock",
                 input=f"report {index}",
                 background=True,
@@ -55,30 +70,32 @@ async def test_creates_on_either_api_are_polled_on_the_other(dbos: Deployment) -
         )
     )
     for index, accepted in enumerate(created):
-        done = await finished(dbos, accepted.id, api=index + 1)
+        done = await finished(workers, accepted.id, api=index + 1)
         assert done.status == "completed"
         assert done.output_text == f"Background report for: report {index}"
 
 
-async def test_killed_worker_run_completes_without_redoing_finished_steps(dbos: Deployment) -> None:
+async def test_killed_worker_run_completes_without_redoing_finished_steps(
+    workers: Deployment,
+) -> None:
     name = topic()
-    accepted = await dbos.client(0).responses.create(
+    accepted = await workers.client(0).responses.create(
         model="gated-steps", input=name, background=True
     )
-    victim_pid = await step_seen(dbos, name, "step_2", "started")
+    victim_pid = await step_seen(workers, name, "step_2", "started")
     run_id = ids.parse_run_response_id(accepted.id).run_id  # type: ignore[union-attr]
     # step_1 is committed to a checkpoint before step_2 starts, though the graph declares no
     # interrupts: that is what the next worker continues from.
-    assert await checkpoint_rows(dbos, "gated-steps", run_id) > 0
-    victim = dbos.worker_with_pid(victim_pid)
+    assert await checkpoint_rows(workers, "gated-steps", run_id) > 0
+    victim = workers.worker_with_pid(victim_pid)
     victim.process.send_signal(signal.SIGKILL)
     victim.process.wait()
-    await dbos.open_gate(name)
+    await workers.open_gate(name)
 
-    done = await finished(dbos, accepted.id, api=1)
+    done = await finished(workers, accepted.id, api=1)
     assert done.status == "completed"
     assert done.output_text == f"Steps done for {name}: step_1, step_2, step_3"
-    steps = await dbos.steps(name)
+    steps = await workers.steps(name)
     events = [(step, event) for step, event, _ in steps]
     # step_1 finished before the kill and never ran again; step_2 was cut off and started over
     # on the surviving worker; step_3 ran once.
@@ -90,12 +107,12 @@ async def test_killed_worker_run_completes_without_redoing_finished_steps(dbos: 
     rescuer = {pid for step, event, pid in steps if (step, event) == ("step_2", "finished")}
     assert victim_pid not in rescuer
     # The checkpoint that carried the run across workers is gone once it finished.
-    assert await checkpoint_rows(dbos, "gated-steps", run_id) == 0
+    assert await checkpoint_rows(workers, "gated-steps", run_id) == 0
 
 
-async def test_killed_worker_stream_continues_without_repeats(dbos: Deployment) -> None:
+async def test_killed_worker_stream_continues_without_repeats(workers: Deployment) -> None:
     name = topic()
-    stream = await dbos.client(0).responses.create(
+    stream = await workers.client(0).responses.create(
         model="gated-steps", input=name, background=True, stream=True
     )
     seen = []
@@ -103,23 +120,23 @@ async def test_killed_worker_stream_continues_without_repeats(dbos: Deployment) 
         seen.append(event)
         if event.type == "response.in_progress":
             break
-    victim_pid = await step_seen(dbos, name, "step_2", "started")
-    victim = dbos.worker_with_pid(victim_pid)
+    victim_pid = await step_seen(workers, name, "step_2", "started")
+    victim = workers.worker_with_pid(victim_pid)
     victim.process.send_signal(signal.SIGKILL)
     victim.process.wait()
-    await dbos.open_gate(name)
+    await workers.open_gate(name)
     seen += [event async for event in stream]
     # The rescuing worker continued the sequence the dead one began: no number twice.
     assert [event.sequence_number for event in seen] == list(range(len(seen)))
     assert [event.type for event in seen].count("response.in_progress") == 1
     assert seen[-1].type == "response.completed"
     assert seen[-1].response.output_text == f"Steps done for {name}: step_1, step_2, step_3"
-    assert (await finished(dbos, seen[0].response.id, api=1)).status == "completed"
+    assert (await finished(workers, seen[0].response.id, api=1)).status == "completed"
 
 
-async def checkpoint_rows(dbos: Deployment, model: str, run_id: str) -> int:
+async def checkpoint_rows(workers: Deployment, model: str, run_id: str) -> int:
     thread_id = checkpoint_thread_id("default", model, run_id)
-    async with await psycopg.AsyncConnection.connect(dbos.uri, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(workers.uri, autocommit=True) as conn:
         cursor = await conn.execute(
             "SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = %s)"
             " + (SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s)",
@@ -130,20 +147,20 @@ async def checkpoint_rows(dbos: Deployment, model: str, run_id: str) -> int:
     return int(row[0])
 
 
-async def test_restarted_worker_takes_runs_again(dbos: Deployment) -> None:
+async def test_restarted_worker_takes_runs_again(workers: Deployment) -> None:
     # The fixture restarted the worker killed above (same LGOS_WORKER_ID); runs still finish.
-    accepted = await dbos.client(1).responses.create(
+    accepted = await workers.client(1).responses.create(
         model="background-mock", input="after restart", background=True, metadata=NO_DELAY
     )
-    assert (await finished(dbos, accepted.id, api=0)).status == "completed"
+    assert (await finished(workers, accepted.id, api=0)).status == "completed"
 
 
-async def test_seed_client_works_unmodified(dbos: Deployment) -> None:
+async def test_seed_client_works_unmodified(workers: Deployment) -> None:
     script = Path(__file__).with_name("seed_client.py")
     result = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, str(script)],
-        env={**os.environ, "OPENAI_BASE_URL": f"{dbos.apis[0].base_url}/v1"},
+        env={**os.environ, "OPENAI_BASE_URL": f"{workers.apis[0].base_url}/v1"},
         capture_output=True,
         text=True,
         timeout=120,
@@ -158,12 +175,13 @@ async def test_seed_client_works_unmodified(dbos: Deployment) -> None:
     )
 
 
-async def test_retention_deletes_finished_runs(dbos: Deployment) -> None:
-    client = dbos.client(0)
+async def test_retention_deletes_finished_runs(dbos_only: Deployment) -> None:
+    workers = dbos_only
+    client = workers.client(0)
     accepted = await client.responses.create(
         model="background-mock", input="old news", background=True, metadata=NO_DELAY
     )
-    await finished(dbos, accepted.id)
+    await finished(workers, accepted.id)
     streamed = [
         event
         async for event in await client.responses.create(
@@ -176,9 +194,9 @@ async def test_retention_deletes_finished_runs(dbos: Deployment) -> None:
     ]
     streamed_id = ids.parse_run_response_id(streamed[0].response.id)
     assert streamed_id is not None
-    engine = DBOSClient(system_database_url=_sqlalchemy_url(dbos.uri), application_name="lgos")
+    engine = DBOSClient(system_database_url=_sqlalchemy_url(workers.uri), application_name="lgos")
     pool = AsyncConnectionPool(
-        dbos.uri, min_size=1, max_size=1, kwargs={"autocommit": True}, open=False
+        workers.uri, min_size=1, max_size=1, kwargs={"autocommit": True}, open=False
     )
     await pool.open()
     try:
@@ -201,11 +219,32 @@ async def test_retention_deletes_finished_runs(dbos: Deployment) -> None:
         await client.responses.retrieve(streamed[0].response.id, stream=True)
 
 
-async def test_worker_stops_gracefully_on_sigterm(dbos: Deployment) -> None:
-    worker = dbos.workers["test-worker-1"]
+async def test_worker_stops_gracefully_on_sigterm(dbos_only: Deployment) -> None:
+    workers = dbos_only
+    worker = workers.workers["test-worker-1"]
     worker.process.send_signal(signal.SIGTERM)
     assert worker.process.wait(timeout=60) == 0
     worker.wait_for_record(is_message("worker.stopped"))
     records = worker.records()  # every stdout line is a JSON object
     assert any(record.get("executor_id") == "test-worker-1" for record in records)
     assert all(json.dumps(record) for record in records)
+
+
+async def test_engine_version_guard_reads_the_real_engine(
+    hatchet_engine: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in hatchet_engine.items():
+        monkeypatch.setenv(key, value)
+    client = hatchet_integration.connect()
+    reported = await hatchet_integration.check_engine_version(client)
+    # The engine reports the release it was built as (linked in by scripts/setup-hatchet.sh).
+    if "HATCHET_CLIENT_TOKEN" not in os.environ:
+        assert reported == hatchet_support.pinned_version()
+    parsed = hatchet_integration.parse_engine_version(reported)
+    assert parsed is not None
+    assert parsed >= hatchet_integration.MIN_ENGINE_VERSION
+    # The same engine, held to a release it is older than, is refused with the reason.
+    newer = (parsed[0], parsed[1], parsed[2] + 1)
+    monkeypatch.setattr(hatchet_integration, "MIN_ENGINE_VERSION", newer)
+    with pytest.raises(ConfigurationError, match="older than"):
+        await hatchet_integration.check_engine_version(client)

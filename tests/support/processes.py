@@ -25,8 +25,11 @@ import httpx2
 REPO = Path(__file__).resolve().parents[2]
 LGOS = str(Path(sys.executable).with_name("lgos"))
 # Imports alone take tens of seconds on a busy 2-core machine: a start may take this long.
-START_TIMEOUT = float(os.environ.get("LGOS_TEST_START_TIMEOUT") or "120")
+# Generous: on a busy 2-core machine several processes importing at once take minutes.
+START_TIMEOUT = float(os.environ.get("LGOS_TEST_START_TIMEOUT") or "240")
 _RUNNING = re.compile(r"Uvicorn running on http://([\d.]+):(\d+)")
+# `lgos worker` on Hatchet: the SDK spawns a listener process that logs in its own format.
+_HATCHET_SUBPROCESS_LINE = re.compile(r"^\[(DEBUG|INFO|WARNING|ERROR|CRITICAL)\]\t\U0001fa93 -- ")
 # Variables a developer's shell may hold that would change what an `lgos` process does.
 _OWNED_PREFIXES = ("LGOS_", "UVICORN_", "LANGFUSE_", "OTEL_")
 _OWNED_NAMES = ("WEB_CONCURRENCY", "FORWARDED_ALLOW_IPS")
@@ -133,9 +136,12 @@ class Process:
         )
 
     def records(self) -> list[dict[str, Any]]:
-        """Every stdout line, parsed: each one must be a JSON object."""
+        """Every stdout line, parsed: each one must be a JSON object (besides the lines of the
+        Hatchet SDK's action-listener subprocess, which LGOS does not configure)."""
         parsed = []
         for line in list(self.stdout):
+            if _HATCHET_SUBPROCESS_LINE.match(line):
+                continue
             record = json.loads(line)
             assert isinstance(record, dict), line
             parsed.append(record)
