@@ -257,16 +257,8 @@ class OpenAIRoutes:
             ("/conversations/{conversation_id}", self.conversations.delete, ["DELETE"]),
             ("/conversations/{conversation_id}/items", self.conversations.list_items, ["GET"]),
             ("/conversations/{conversation_id}/items", self.conversations.add_items, ["POST"]),
-            (
-                "/conversations/{conversation_id}/items/{item_id}",
-                self.conversations.get_item,
-                ["GET"],
-            ),
-            (
-                "/conversations/{conversation_id}/items/{item_id}",
-                self.conversations.delete_item,
-                ["DELETE"],
-            ),
+            (CONVERSATION_ITEM, self.conversations.get_item, ["GET"]),
+            (CONVERSATION_ITEM, self.conversations.delete_item, ["DELETE"]),
             ("/health", self.health, ["GET"]),
             ("/version", self.version, ["GET"]),
             ("/{path:path}", self.unknown_route, ["GET", "POST", "PUT", "PATCH", "DELETE"]),
