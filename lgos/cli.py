@@ -13,6 +13,8 @@ from uvicorn.main import main as uvicorn_main
 from lgos.core.errors import ConfigurationError
 
 APP_FACTORY = "lgos.server.app:app_from_environment"
+LIMITED_HTTP = "lgos.server.protocol:LimitedHttpToolsProtocol"
+FILE_DESCRIPTORS = 65536
 # Uvicorn options that name the application: LGOS supplies the app itself.
 _REPLACED = {"app", "factory"}
 WORKER_HEALTHCHECK_SECONDS = 30
@@ -95,6 +97,7 @@ def _serve(ctx: click.Context, /, registry: str | None, **options: Any) -> None:
         import_factory(registry)  # fail now, with a clear message, not inside a worker
     except ConfigurationError as error:
         _fail(str(error))
+    _apply_limits(options, settings)
     if options.get("log_config") is None:
         from lgos.server.logging import logging_config, registry_package
 
@@ -108,6 +111,30 @@ def _serve(ctx: click.Context, /, registry: str | None, **options: Any) -> None:
         )
         options["use_colors"] = None
     ctx.invoke(uvicorn_main, app=APP_FACTORY, factory=True, **options)
+
+
+def _apply_limits(options: dict[str, Any], settings: Any) -> None:
+    """Header size and header timeout limits (LGOS_MAX_HEADER_BYTES, LGOS_HEADER_TIMEOUT_SECONDS)
+    unless the operator chose a protocol; more file descriptors where the hard limit allows."""
+    if options.get("http") in (None, "auto"):
+        try:
+            import httptools  # noqa: F401
+        except ImportError:
+            options["http"] = "h11"
+        else:
+            options["http"] = LIMITED_HTTP
+    if options.get("h11_max_incomplete_event_size") is None:
+        options["h11_max_incomplete_event_size"] = settings.MAX_HEADER_BYTES
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = FILE_DESCRIPTORS if hard == resource.RLIM_INFINITY else min(hard, FILE_DESCRIPTORS)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        # Every connection costs a descriptor; the soft limit (often 1024) is a default
+        # nobody chose, and the hard one is the operator's ceiling.
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 serve = click.Command(

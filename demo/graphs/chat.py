@@ -8,6 +8,7 @@ from typing import Literal
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
+from pydantic import Field
 
 from demo.graphs.fake_model import ScriptedChatModel, last_user_text
 from demo.graphs.models import chat_model
@@ -104,8 +105,9 @@ def status_events_graph() -> Pregel:
 
 
 class LongStreamSettings(ClientSettings):
-    words: int = 200
-    delay_ms: int = 50
+    # Bounded: one request must not be able to keep a core busy for minutes or fill memory.
+    words: int = Field(default=200, ge=1, le=5000, description="How many words to stream.")
+    delay_ms: int = Field(default=50, ge=0, le=1000, description="Pause between words (ms).")
 
 
 def streaming_long_graph() -> Pregel:

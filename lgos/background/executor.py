@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,7 @@ from lgos.core.background import (
     ResponseEventLog,
 )
 from lgos.core.coordinator import RunCoordinator
-from lgos.core.errors import LgosError
+from lgos.core.errors import LgosError, RunBusyError, is_transient_database_error
 from lgos.core.registry import CompiledGraph, GraphConfig, GraphFeature, GraphRegistry
 from lgos.service import responses
 from lgos.wire import ids, responses_decoder
@@ -31,6 +33,11 @@ logger = logging.getLogger("lgos.background")
 # "sync" commits each step's checkpoint before the next step starts, so a worker killed in
 # the middle of a node loses that node only, never a node that already finished.
 _DURABILITY_KEY = "__pregel_durability"
+# A run that loses its database connection (a restart, a failover) is tried again from its
+# last checkpoint after these pauses, about a minute in all, before its Response fails. A run
+# found busy is tried again the same way: the holder may be a stuck worker whose sessions
+# the reaper has just ended, and its lease goes with them.
+RETRY_DELAYS_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 
 
 class DurableRuns:
@@ -122,12 +129,16 @@ async def execute_background_job(
             registry = durable.registry(registry)
         prepared = _prepare(job, engine_run_id, registry)
         log_fields.add(response_id=prepared.echo.id)
-        try:
+
+        async def attempt() -> dict[str, Any]:
             if job.stream and events is not None:
                 return await _execute_streaming(job, engine_run_id, registry, prepared, events)
             return await responses.create(
                 registry, prepared, scope=job.owner_scope, continue_existing=True
             )
+
+        try:
+            return await with_retries(attempt)
         except LgosError as error:
             logger.info("background.request_rejected", extra={"code": error.code})
             return prepared.echo.snapshot("failed", error=failure(error.message))
@@ -158,7 +169,12 @@ async def _execute_streaming(
         await events.append(engine_run_id, [stream.in_progress()])
     result: dict[str, Any] | None = None
     async for batch in responses.stream_run(
-        registry, prepared, stream, scope=job.owner_scope, continue_existing=True
+        registry,
+        prepared,
+        stream,
+        scope=job.owner_scope,
+        continue_existing=True,
+        raise_transient=True,
     ):
         await events.append(engine_run_id, batch)
         for event in batch:
@@ -167,6 +183,27 @@ async def _execute_streaming(
     if result is None:  # the run ended without a terminal event: never expected
         return prepared.echo.snapshot("failed", error=failure())
     return result
+
+
+async def with_retries(
+    attempt: Callable[[], Awaitable[dict[str, Any]]],
+    delays: tuple[float, ...] = RETRY_DELAYS_SECONDS,
+) -> dict[str, Any]:
+    """`attempt()`, again after each delay while it fails for want of the database or finds
+    its run busy; the last failure propagates."""
+    for delay in (*delays, None):
+        try:
+            return await attempt()
+        except Exception as error:
+            transient = is_transient_database_error(error)
+            if delay is None or not (transient or isinstance(error, RunBusyError)):
+                raise
+            logger.warning(
+                "background.run_retrying",
+                extra={"error.type": type(error).__qualname__, "retry_in_seconds": delay},
+            )
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True, slots=True)

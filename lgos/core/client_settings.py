@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from lgos.core import safe_json
 from lgos.core.errors import ConfigurationError, InvalidRequestError
 
 SETTINGS_PARAM = "metadata.lgos_settings"
@@ -53,7 +54,13 @@ class ClientSettings(BaseModel):
         if raw is None:
             return cls()
         try:
-            values = json.loads(raw)
+            values = safe_json.loads(raw)
+        except safe_json.JSONLimitError as error:
+            raise InvalidRequestError(
+                f"Invalid '{SETTINGS_PARAM}': {error.problem} is not accepted.",
+                param=SETTINGS_PARAM,
+                code="invalid_value",
+            ) from None
         except json.JSONDecodeError as error:
             raise InvalidRequestError(
                 f"Invalid '{SETTINGS_PARAM}': expected a JSON object string ({error.msg}).",

@@ -7,6 +7,8 @@ The HTTP layer is the only place that turns them into status codes and envelopes
 
 from __future__ import annotations
 
+import sys
+
 # What a client sees of an unexpected failure; the details go to the logs only.
 SERVER_ERROR_MESSAGE = "The server had an error while processing your request."
 
@@ -69,6 +71,28 @@ class ModelNotFoundError(NotFoundError):
         )
 
 
+class PayloadTooLargeError(LgosError):
+    status_code = 413
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The request body is larger than this server accepts ({limit} bytes).",
+            code="request_too_large",
+        )
+
+
+class RequestTimeoutError(LgosError):
+    """The client sent its headers but not its body in time (408, which clients retry)."""
+
+    status_code = 408
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"The request body did not arrive within {seconds:g} seconds.",
+            code="request_timeout",
+        )
+
+
 class ConflictError(LgosError):
     """A well-formed request that the current state of a run cannot accept (409, final)."""
 
@@ -107,3 +131,26 @@ class GraphError(RuntimeError):
 
 class ConfigurationError(ValueError):
     """The registry or server settings are invalid; raised at start-up, never per request."""
+
+
+def is_transient_database_error(error: BaseException) -> bool:
+    """Whether `error` (or what caused it) is a lost or unavailable database connection: the
+    database restarted or blipped, and the same work may succeed once it is back.
+
+    Read from the loaded modules, so the core never imports the PostgreSQL extra.
+    """
+    psycopg = sys.modules.get("psycopg")
+    pool = sys.modules.get("psycopg_pool")
+    kinds: tuple[type[BaseException], ...] = ()
+    if psycopg is not None:
+        kinds += (psycopg.OperationalError,)
+    if pool is not None:
+        kinds += (pool.PoolTimeout,)
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if kinds and isinstance(current, kinds):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from lgos.core.background import BackgroundBackend
 from lgos.core.errors import ConfigurationError
 from lgos.core.registry import GraphRegistry
-from lgos.http.routes import OpenAIRoutes, OwnerScopeResolver
+from lgos.http.routes import OpenAIRoutes, OwnerScopeResolver, RequestLimits
 
 
 class LanggraphOpenaiServe:
@@ -28,13 +28,14 @@ class LanggraphOpenaiServe:
         *,
         owner_scope: OwnerScopeResolver | None = None,
         ping_interval: float = 15.0,
+        limits: RequestLimits | None = None,
     ) -> None:
         if owner_scope is not None and checkpoint_scope is not None:
             raise ConfigurationError("pass owner_scope or checkpoint_scope, not both")
         self.registry = registry
         self.app = app if app is not None else FastAPI(title="LGOS")
         self.routes = OpenAIRoutes(
-            registry, owner_scope or checkpoint_scope, background, ping_interval
+            registry, owner_scope or checkpoint_scope, background, ping_interval, limits
         )
         self.app.state.graph_registry = registry
 

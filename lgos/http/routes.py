@@ -3,23 +3,31 @@ because this code sits in front of every token a graph produces."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import re
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from pydantic_core import to_json
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from lgos.core import log_fields
 from lgos.core.background import BackgroundBackend
-from lgos.core.errors import InvalidRequestError, LgosError, NotFoundError
+from lgos.core.errors import (
+    InvalidRequestError,
+    LgosError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RequestTimeoutError,
+)
 from lgos.core.registry import GraphRegistry
 from lgos.http.request_log import LoggedResponse
 from lgos.http.streaming import EventStreamResponse
@@ -41,6 +49,21 @@ _SANE_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
 FIRST_EVENT_PATIENCE_SECONDS = 5.0
 
 
+@dataclass(frozen=True, slots=True)
+class RequestLimits:
+    """What one request may send (ServerSettings.MAX_BODY_BYTES, BODY_TIMEOUT_SECONDS)."""
+
+    max_body_bytes: int = 4 * 1024 * 1024
+    body_timeout_seconds: float = 60.0
+
+
+class ClientGoneError(LgosError):
+    """The client hung up while sending its body: nobody will read the reply."""
+
+    def __init__(self) -> None:
+        super().__init__("The client closed the connection.", code="client_disconnected")
+
+
 class JSON(Response):
     """JSON rendered by pydantic-core: faster than the stdlib encoder on large Responses."""
 
@@ -59,6 +82,9 @@ def error_response(error: LgosError, headers: dict[str, str] | None = None) -> J
     if not error.retryable:
         # The SDKs retry 409 by default; our conflicts are final.
         response.headers["x-should-retry"] = "false"
+    if error.status_code in (408, 413):
+        # The rest of the body may still be on its way: stop it by closing the connection.
+        response.headers["connection"] = "close"
     return response
 
 
@@ -105,14 +131,37 @@ def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
     return handle
 
 
-async def json_body(request: Request) -> dict[str, Any]:
+async def json_body(request: Request, limits: RequestLimits) -> dict[str, Any]:
     content_type = request.headers.get("content-type", "")
     if content_type.split(";", 1)[0].strip().lower() != "application/json":
         raise InvalidRequestError(
             "Invalid Content-Type header: send the request body as application/json.",
             code="invalid_content_type",
         )
-    return parse_json_object(await request.body())
+    return parse_json_object(await read_body(request, limits))
+
+
+async def read_body(request: Request, limits: RequestLimits) -> bytes:
+    """The body, refused before it is buffered when it is larger than the limit (declared or
+    actual) or slower than the body timeout."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise PayloadTooLargeError(limits.max_body_bytes)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(limits.body_timeout_seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limits.max_body_bytes:
+                    raise PayloadTooLargeError(limits.max_body_bytes)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise RequestTimeoutError(limits.body_timeout_seconds) from None
+    except ClientDisconnect:
+        logger.info("http.request.client_disconnected")
+        raise ClientGoneError() from None
+    return b"".join(chunks)
 
 
 # The owner scope of every request when the host names none.
@@ -128,8 +177,10 @@ class OpenAIRoutes:
         owner_scope: OwnerScopeResolver | None,
         background: BackgroundBackend | None,
         ping_interval: float = 15.0,
+        limits: RequestLimits | None = None,
     ) -> None:
         self.registry = registry
+        self.limits = limits or RequestLimits()
         self.owner_scope = owner_scope
         self.ping_interval = ping_interval
         self.background = BackgroundResponses(registry, background)
@@ -157,7 +208,7 @@ class OpenAIRoutes:
         return JSON(models_wire.model_object(model_id, config, detail=True))
 
     async def chat_completions(self, request: Request) -> Response:
-        decoded = chat_decoder.decode(await json_body(request))
+        decoded = chat_decoder.decode(await json_body(request, self.limits))
         log_fields.add(model=decoded.body.model, stream=decoded.stream)
         scope = await self.scope(request)
         if decoded.stream:
@@ -168,7 +219,7 @@ class OpenAIRoutes:
         return JSON(await chat.create(self.registry, decoded, scope=scope))
 
     async def create_response(self, request: Request) -> Response:
-        decoded = responses_decoder.decode(await json_body(request))
+        decoded = responses_decoder.decode(await json_body(request, self.limits))
         log_fields.add(
             model=decoded.body.model, stream=decoded.stream, background=decoded.background
         )

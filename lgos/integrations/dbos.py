@@ -9,15 +9,29 @@ stored as JSON (portable serialization), so there is no Response table of our ow
 Idempotency is the workflow id: a keyed create uses `uuid5(digest)`, and DBOS returns the
 existing workflow for an id already taken, on any API instance, even after it finished.
 
-Recovery: each worker holds a session advisory lock named after its executor id for as long as
-it lives. Every worker periodically looks for runs left PENDING by executors whose lock is free
-(their process died) and re-enqueues them; the graph then continues from its last checkpoint.
+Recovery: each worker holds a lease on its executor id, a row in `lgos_workers` whose expiry
+it pushes forward every `LGOS_WORKER_LEASE_SECONDS / 4` (database clock). Every worker
+periodically looks for runs left PENDING by executors whose lease expired (their process died,
+or is stuck: SIGSTOP, a frozen VM, a partition) and takes them over:
+
+1. it deletes the expired row (one reaper wins);
+2. it ends every database session of that worker process (their `application_name` names the
+   process), which drops the run leases a stuck worker still holds;
+3. it has DBOS re-enqueue the runs, which another worker continues from their checkpoint.
+
+A worker that wakes after losing its lease finds its row gone at its next heartbeat and exits
+at once (its supervisor restarts it), and DBOS's ownership token refuses any result it still
+tries to record: the replacement's result is the one kept. A database restart does not make a
+live worker look dead: the lease outlives a restart of a few seconds, and heartbeats reconnect.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import threading
+import time
 import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +39,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowSerializationFormat
 from psycopg import AsyncConnection
 from psycopg.conninfo import conninfo_to_dict
@@ -40,11 +55,7 @@ from lgos.core.background import (
     engine_statuses,
 )
 from lgos.core.errors import ConfigurationError
-from lgos.integrations.postgres import (
-    advisory_unlock,
-    try_advisory_lock,
-    wait_for_advisory_lock,
-)
+from lgos.integrations.postgres import advisory_unlock, wait_for_advisory_lock
 
 if TYPE_CHECKING:
     from dbos._sys_db import WorkflowStatus
@@ -75,11 +86,19 @@ MAX_RECOVERY_ATTEMPTS = 5
 # How often a worker looks for new runs (DBOS polls its queue table).
 QUEUE_POLLING_INTERVAL_SECONDS = 0.2
 _RUN_NAMESPACE = uuid.UUID("3f4f9a2e-55f1-4b7e-9d8a-1c2b3d4e5f60")
-_EXECUTOR_LOCK_PREFIX = "lgos.worker:"
+# The `application_name` of every database session of one worker process.
+WORKER_APPLICATION_PREFIX = "lgos-worker "
+# Exit status of a worker that lost its lease (sysexits' EX_TEMPFAIL: restart me).
+LEASE_LOST_EXIT_STATUS = 75
+_WORKERS_TABLE = """
+CREATE TABLE IF NOT EXISTS lgos_workers (
+    executor_id text PRIMARY KEY,
+    incarnation text NOT NULL,
+    expires_at timestamptz NOT NULL
+)
+"""
 _MIGRATION_LOCK = "lgos.dbos.migrations"
 _MIGRATION_LOCK_TIMEOUT_SECONDS = 600.0
-# How long a starting worker waits for its executor id (a reaper may hold it briefly).
-_EXECUTOR_LOCK_TIMEOUT_SECONDS = 30.0
 _RETENTION_BATCH = 500
 
 _STATUS = engine_statuses(
@@ -206,6 +225,7 @@ async def migrate(uri: str) -> None:
         )
         try:
             await asyncio.to_thread(DBOS.migrate, _sqlalchemy_url(uri))
+            await conn.execute(_WORKERS_TABLE)
         finally:
             await advisory_unlock(conn, _MIGRATION_LOCK)
 
@@ -275,6 +295,8 @@ class DBOSWorker:
         slots: int,
         recovery_interval: float,
         retention: timedelta,
+        lease_seconds: float = 30.0,
+        incarnation: str | None = None,
         retention_interval: float = 3600.0,
     ) -> None:
         self.uri = uri
@@ -284,15 +306,22 @@ class DBOSWorker:
         self.recovery_interval = recovery_interval
         self.retention = retention
         self.retention_interval = retention_interval
-        self._liveness: AsyncConnection[Any] | None = None
+        self.lease_seconds = lease_seconds
+        # This process, as opposed to the executor id a restarted worker reuses.
+        self.incarnation = incarnation or uuid.uuid4().hex[:16]
         self._client: DBOSClient | None = None
 
     async def run(self, stop: asyncio.Event, *, shutdown_grace: float) -> None:
         global _worker
         await migrate(self.uri)
-        self._liveness = await AsyncConnection.connect(self.uri, autocommit=True)
+        await self._claim_executor_id()
+        watchdog = _StopWatchdog(self.lease_seconds)
+        beating = threading.Event()
+        heartbeat = threading.Thread(
+            target=self._heartbeat, args=(beating,), name="lgos-heartbeat", daemon=True
+        )
+        heartbeat.start()
         try:
-            await self._claim_executor_id()
             _register_workflow()
             _worker = self
             # DBOS gives its logger a console handler of its own unless it already has one;
@@ -308,6 +337,10 @@ class DBOSWorker:
                     # DBOS's default (20) per worker adds up fast against max_connections: the
                     # queue, status writes and the cancellation poller need a few per slot.
                     "sys_db_pool_size": self.slots + 4,
+                    # Named after this process, so a reaper can end its sessions.
+                    "db_engine_kwargs": {
+                        "connect_args": {"application_name": self.application_name}
+                    },
                 }
             )
             # Launched inside our event loop: DBOS then runs async workflows on this loop, next
@@ -352,26 +385,106 @@ class DBOSWorker:
                 )
         finally:
             _worker = None
+            watchdog.stop()
+            beating.set()
             # DBOS made its thread pool this loop's default executor and has shut it down.
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
+            await asyncio.to_thread(heartbeat.join)
             if self._client is not None:
                 await asyncio.to_thread(self._client.destroy)
-            await self._liveness.close()
+            await self._release_lease()
+
+    @property
+    def application_name(self) -> str:
+        return WORKER_APPLICATION_PREFIX + self.incarnation
+
+    async def _connect(self) -> AsyncConnection[Any]:
+        return await AsyncConnection.connect(
+            self.uri, autocommit=True, application_name=self.application_name
+        )
 
     async def _claim_executor_id(self) -> None:
-        """Hold our executor lock; a reaper may hold it briefly while recovering our old runs."""
-        assert self._liveness is not None
+        """Take the lease on our executor id. A previous process with this id whose lease
+        expired (it died, or is stuck) is fenced off first; a live one makes us wait for its
+        lease to run out, then give up."""
+        deadline = time.monotonic() + 2 * self.lease_seconds + 10
+        async with await self._connect() as conn:
+            while True:
+                async with conn.transaction():
+                    cursor = await conn.execute(
+                        "SELECT incarnation, expires_at < now() FROM lgos_workers "
+                        "WHERE executor_id = %s FOR UPDATE",
+                        (self.executor_id,),
+                    )
+                    row = await cursor.fetchone()
+                    if row is None or row[1]:
+                        await conn.execute(
+                            "INSERT INTO lgos_workers (executor_id, incarnation, expires_at) "
+                            "VALUES (%s, %s, now() + make_interval(secs => %s)) "
+                            "ON CONFLICT (executor_id) DO UPDATE SET "
+                            "incarnation = excluded.incarnation, expires_at = excluded.expires_at",
+                            (self.executor_id, self.incarnation, self.lease_seconds),
+                        )
+                        if row is not None:
+                            await _end_sessions(conn, str(row[0]))
+                        return
+                if time.monotonic() > deadline:
+                    raise ConfigurationError(
+                        f"another live worker uses the executor id {self.executor_id!r}; "
+                        "give each worker its own LGOS_WORKER_ID"
+                    )
+                await asyncio.sleep(0.5)
+
+    def _heartbeat(self, stopped: threading.Event) -> None:
+        """Keep our lease; exit the process the moment we learn it was taken from us.
+
+        A thread with its own connection, not a task: a graph node that keeps the event loop
+        busy for a while is still progress, and must not cost the worker its runs.
+        """
+        interval = self.lease_seconds / 4
+        conn: psycopg.Connection[Any] | None = None
+        while not stopped.wait(interval):
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg.connect(
+                        self.uri,
+                        autocommit=True,
+                        application_name=self.application_name,
+                        connect_timeout=max(2, int(interval)),
+                    )
+                cursor = conn.execute(
+                    "UPDATE lgos_workers SET expires_at = now() + make_interval(secs => %s) "
+                    "WHERE executor_id = %s AND incarnation = %s RETURNING 1",
+                    (self.lease_seconds, self.executor_id, self.incarnation),
+                )
+                kept = cursor.fetchone() is not None
+            except Exception as error:
+                # The database is away (a restart, say): keep running, try again soon. The
+                # lease outlives a short outage; after a long one we learn whether it held.
+                logger.warning(
+                    "worker.heartbeat_failed", extra={"error.type": type(error).__qualname__}
+                )
+                if conn is not None:
+                    conn.close()
+                conn = None
+                continue
+            if not kept:
+                _lease_lost(self.executor_id, "another worker took over this worker's runs")
+        if conn is not None:
+            conn.close()
+
+    async def _release_lease(self) -> None:
         try:
-            await wait_for_advisory_lock(
-                self._liveness,
-                _EXECUTOR_LOCK_PREFIX + self.executor_id,
-                limit_seconds=_EXECUTOR_LOCK_TIMEOUT_SECONDS,
+            async with await self._connect() as conn:
+                await conn.execute(
+                    "DELETE FROM lgos_workers WHERE executor_id = %s AND incarnation = %s",
+                    (self.executor_id, self.incarnation),
+                )
+        except Exception as error:
+            # The lease simply expires.
+            logger.warning(
+                "worker.lease_release_failed", extra={"error.type": type(error).__qualname__}
             )
-        except TimeoutError:
-            raise ConfigurationError(
-                f"another live worker uses the executor id {self.executor_id!r}; "
-                "give each worker its own LGOS_WORKER_ID"
-            ) from None
 
     async def _every(self, interval: float, chore: Any) -> None:
         while True:
@@ -382,8 +495,7 @@ class DBOSWorker:
             await asyncio.sleep(interval)
 
     async def recover_orphans(self) -> int:
-        """Re-enqueue runs left PENDING by workers that died; return how many executors."""
-        assert self._liveness is not None
+        """Take over the runs of workers whose lease expired; return how many workers."""
         assert self._client is not None
         pending = await self._client.list_workflows_async(
             name=WORKFLOW_NAME,
@@ -395,21 +507,35 @@ class DBOSWorker:
         owners = {item.executor_id for item in pending if item.executor_id} - {self.executor_id}
         recovered = 0
         for owner in sorted(owners):
-            lock = _EXECUTOR_LOCK_PREFIX + owner
-            if not await try_advisory_lock(self._liveness, lock):
-                continue  # its worker is alive
-            try:
-                # Re-enqueue only rows still PENDING under the dead executor (DBOS's own
-                # recovery, which is idempotent against concurrent reapers).
-                handles = await asyncio.to_thread(DBOS._recover_pending_workflows, [owner])
-                logger.info(
-                    "worker.recovered_orphans",
-                    extra={"dead_executor_id": owner, "runs": len(handles)},
-                )
-                recovered += 1
-            finally:
-                await advisory_unlock(self._liveness, lock)
+            if not await self._fence(owner):
+                continue  # its worker is alive (or another reaper has it)
+            # Re-enqueue only rows still PENDING under the dead executor (DBOS's own
+            # recovery, which is idempotent against concurrent reapers).
+            handles = await asyncio.to_thread(DBOS._recover_pending_workflows, [owner])
+            logger.info(
+                "worker.recovered_orphans",
+                extra={"dead_executor_id": owner, "runs": len(handles)},
+            )
+            recovered += 1
         return recovered
+
+    async def _fence(self, owner: str) -> bool:
+        """Claim a worker whose lease expired and end its sessions; False while it lives."""
+        async with await self._connect() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM lgos_workers WHERE executor_id = %s AND expires_at < now() "
+                "RETURNING incarnation",
+                (owner,),
+            )
+            row = await cursor.fetchone()
+            if row is not None:
+                await _end_sessions(conn, str(row[0]))
+                return True
+            cursor = await conn.execute(
+                "SELECT 1 FROM lgos_workers WHERE executor_id = %s", (owner,)
+            )
+            # No lease at all: its reaper died between claiming it and recovering its runs.
+            return await cursor.fetchone() is None
 
     async def sweep(self) -> int:
         assert self._client is not None
@@ -418,3 +544,51 @@ class DBOSWorker:
         if deleted:
             logger.info("worker.retention.deleted", extra={"deleted": deleted})
         return deleted
+
+
+async def _end_sessions(conn: AsyncConnection[Any], incarnation: str) -> None:
+    """End every session of one (dead or stuck) worker process: its run leases go with them."""
+    cursor = await conn.execute(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE application_name = %s AND pid <> pg_backend_pid()",
+        (WORKER_APPLICATION_PREFIX + incarnation,),
+    )
+    row = await cursor.fetchone()
+    logger.info(
+        "worker.fenced",
+        extra={"incarnation": incarnation, "sessions_ended": int(row[0]) if row else 0},
+    )
+
+
+def _lease_lost(executor_id: str, reason: str) -> None:
+    logger.critical("worker.lease_lost", extra={"executor_id": executor_id, "detail": reason})
+    logging.shutdown()
+    # At once: no cleanup that could write on behalf of runs another worker now owns.
+    os._exit(LEASE_LOST_EXIT_STATUS)
+
+
+class _StopWatchdog:
+    """Exits the process when it wakes from a stop (SIGSTOP, a frozen VM) longer than its lease.
+
+    By then another worker may own its runs. The heartbeat would find out at its next beat, but
+    the event loop could first resume a graph and write a checkpoint; this thread looks at the
+    clock every second and usually wins that race. (CLOCK_MONOTONIC keeps counting while the
+    process is stopped.)
+    """
+
+    def __init__(self, lease_seconds: float) -> None:
+        self.lease_seconds = lease_seconds
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="lgos-stop-watchdog", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        last = time.monotonic()
+        while not self._stopped.wait(1.0):
+            now = time.monotonic()
+            if now - last > self.lease_seconds:
+                _lease_lost("", f"this process was stopped for {now - last:.0f} s")
+            last = now
+
+    def stop(self) -> None:
+        self._stopped.set()

@@ -27,6 +27,7 @@ import jsonschema
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, StateSnapshot
 
+from lgos.core import safe_json
 from lgos.core.coordinator import RunCoordinator
 from lgos.core.errors import (
     InterruptConflictError,
@@ -187,7 +188,13 @@ def _schema_answer(output: str, schema: dict[str, Any], param: str) -> Any:
     """A question with a response schema takes JSON that matches it, checked before the graph
     runs (LangGraph would check it inside the node, after the node's earlier code ran)."""
     try:
-        value = json.loads(output)
+        value = safe_json.loads(output)
+    except safe_json.JSONLimitError as error:
+        raise InvalidRequestError(
+            f"Invalid '{param}': the function_call_output holds {error.problem}.",
+            param=param,
+            code="invalid_value",
+        ) from None
     except json.JSONDecodeError:
         value = output  # a bare string answer, which a string schema accepts
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import inspect
 import logging
@@ -19,7 +20,9 @@ from uvicorn.importer import ImportFromStringError, import_from_string
 from lgos.core.background import BackgroundBackend
 from lgos.core.errors import ConfigurationError
 from lgos.core.registry import GraphFeature, GraphRegistry
+from lgos.http.errors import install_error_envelopes
 from lgos.http.mount import LanggraphOpenaiServe
+from lgos.http.routes import RequestLimits
 from lgos.run.expiry import delete_expired_interrupt_runs
 from lgos.server.resources import ServerResources, open_resources
 from lgos.server.settings import ServerSettings
@@ -113,6 +116,59 @@ async def sweep_expired_interrupts(
             logger.exception("server.interrupt_expiry.failed")
 
 
+FD_CHECK_SECONDS = 1.0
+FD_REPORT_EVERY_SECONDS = 60.0
+
+
+async def watch_file_descriptors(check_every: float = FD_CHECK_SECONDS) -> None:
+    """Log when the process is out of file descriptors, and so refuses new connections.
+
+    At the limit `accept()` fails inside the event loop (uvloop sheds the connection without a
+    word), so the only sign would be clients timing out. The count comes from /proc, where it
+    exists; elsewhere this does nothing.
+    """
+    import resource
+
+    reported_at: float | None = None
+    loop = asyncio.get_running_loop()
+    while True:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        open_count = _open_file_descriptors(soft)
+        if open_count is None:
+            return
+        exhausted = soft != resource.RLIM_INFINITY and open_count >= soft - 8
+        if exhausted and (
+            reported_at is None or loop.time() - reported_at > FD_REPORT_EVERY_SECONDS
+        ):
+            logger.error(
+                "server.connections.refused",
+                extra={
+                    "detail": "out of file descriptors: new connections are refused",
+                    "open_file_descriptors": open_count,
+                    "file_descriptor_limit": soft,
+                },
+            )
+            reported_at = loop.time()
+        elif not exhausted and reported_at is not None and open_count < soft * 0.9:
+            logger.info(
+                "server.connections.accepted_again",
+                extra={"open_file_descriptors": open_count, "file_descriptor_limit": soft},
+            )
+            reported_at = None
+        await asyncio.sleep(check_every)
+
+
+def _open_file_descriptors(limit: int) -> int | None:
+    """How many descriptors are open; None where /proc cannot tell."""
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError as error:
+        # Listing the directory takes a descriptor too: failing for want of one is the answer.
+        if error.errno in (errno.EMFILE, errno.ENFILE):
+            return limit
+        return None
+
+
 def create_app(
     factory: RegistryFactory | str,
     *,
@@ -142,9 +198,14 @@ def create_app(
             background = await stack.enter_async_context(
                 open_background(settings, registry, resources)
             )
-            LanggraphOpenaiServe(registry, app, background=background).bind_openai_api(
-                settings.OPENAI_API_PREFIX
+            limits = RequestLimits(
+                max_body_bytes=settings.MAX_BODY_BYTES,
+                body_timeout_seconds=settings.BODY_TIMEOUT_SECONDS,
             )
+            LanggraphOpenaiServe(
+                registry, app, background=background, limits=limits
+            ).bind_openai_api(settings.OPENAI_API_PREFIX)
+            watcher = asyncio.create_task(watch_file_descriptors())
             sweeper = None
             if settings.INTERRUPT_SWEEP_INTERVAL_MINUTES > 0 and any(
                 config.supports(GraphFeature.INTERRUPTS) for config in registry.graphs.values()
@@ -159,11 +220,13 @@ def create_app(
             try:
                 yield
             finally:
+                watcher.cancel()
                 if sweeper is not None:
                     sweeper.cancel()
-                    await asyncio.gather(sweeper, return_exceptions=True)
+                await asyncio.gather(watcher, *filter(None, [sweeper]), return_exceptions=True)
 
     app = FastAPI(title="LGOS", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    install_error_envelopes(app)
     if settings.CORS_ORIGINS:
         app.add_middleware(
             CORSMiddleware,

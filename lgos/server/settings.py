@@ -34,6 +34,12 @@ class ServerSettings(BaseSettings):
     WORKER_SLOTS: int = Field(default=4, ge=1)
     BACKGROUND_RETENTION_DAYS: float = Field(default=30, gt=0)
     ENABLE_LANGFUSE: bool = False
+    # Limits on what one client may send (docs/server.md, "Limits"). The defaults keep ten
+    # concurrent hostile clients well inside a small (2-core) host's memory.
+    MAX_BODY_BYTES: int = Field(default=4 * 1024 * 1024, ge=1024)
+    BODY_TIMEOUT_SECONDS: float = Field(default=60.0, gt=0)
+    MAX_HEADER_BYTES: int = Field(default=32 * 1024, ge=1024)
+    HEADER_TIMEOUT_SECONDS: float = Field(default=15.0, gt=0)
     OPENAI_API_PREFIX: str = "/v1"
 
     @field_validator("OPENAI_API_PREFIX")

@@ -15,6 +15,7 @@ import logging.config
 import os
 import signal
 import socket
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
@@ -45,6 +46,9 @@ class WorkerSettings(BaseSettings):
     RECOVERY_INTERVAL_SECONDS: float = Field(default=10.0, gt=0)
     # How long running runs may finish after SIGTERM before the process exits.
     SHUTDOWN_GRACE_SECONDS: float = Field(default=20.0, ge=0)
+    # How long a worker that stops making progress (dead, stopped, cut off) keeps its runs
+    # before another worker takes them over (DBOS). Longer than a database restart takes.
+    LEASE_SECONDS: float = Field(default=30.0, ge=2)
 
     def executor_id(self) -> str:
         return self.ID or f"{socket.gethostname()}-{os.getpid()}"
@@ -100,8 +104,12 @@ def run_worker(registry_path: str, settings: ServerSettings) -> None:
 async def _run_dbos(
     uri: str, factory: RegistryFactory, settings: ServerSettings, worker_settings: WorkerSettings
 ) -> None:
-    from lgos.integrations.dbos import DBOSWorker
+    from lgos.integrations.dbos import WORKER_APPLICATION_PREFIX, DBOSWorker
 
+    incarnation = uuid.uuid4().hex[:16]
+    # Every database session of this process carries its name (libpq reads PGAPPNAME), so a
+    # worker that takes over our runs if we get stuck can end them, and our run leases too.
+    os.environ["PGAPPNAME"] = WORKER_APPLICATION_PREFIX + incarnation
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -113,6 +121,8 @@ async def _run_dbos(
             executor_id=worker_settings.executor_id(),
             slots=settings.WORKER_SLOTS,
             recovery_interval=worker_settings.RECOVERY_INTERVAL_SECONDS,
+            lease_seconds=worker_settings.LEASE_SECONDS,
+            incarnation=incarnation,
             retention=timedelta(days=settings.BACKGROUND_RETENTION_DAYS),
         )
         await worker.run(stop, shutdown_grace=worker_settings.SHUTDOWN_GRACE_SECONDS)

@@ -9,7 +9,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from lgos.core.errors import InvalidRequestError, LgosError
+from lgos.core.errors import InvalidRequestError, LgosError, is_transient_database_error
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.request import GraphRequest
 from lgos.core.run_events import Commentary, Finished, Interrupted, RunEvent, TextDelta
@@ -167,17 +167,24 @@ def stream_run(
     *,
     scope: str,
     continue_existing: bool = False,
+    raise_transient: bool = False,
 ) -> AsyncGenerator[list[dict[str, Any]]]:
     """Run with streaming and encode into `stream`, one list of stream events per run event
-    (the streamed background path: the caller sends the stream's first events itself)."""
+    (the streamed background path: the caller sends the stream's first events itself).
+    `raise_transient` lets a lost database connection propagate, for a caller that retries
+    the run from its checkpoint, instead of ending the stream as failed."""
     events = _events(
         registry, prepared, scope=scope, streaming=True, continue_existing=continue_existing
     )
-    return event_batches(prepared, events, stream)
+    return event_batches(prepared, events, stream, raise_transient=raise_transient)
 
 
 async def event_batches(
-    prepared: PreparedResponse, events: AsyncIterable[RunEvent], stream: ResponsesStream
+    prepared: PreparedResponse,
+    events: AsyncIterable[RunEvent],
+    stream: ResponsesStream,
+    *,
+    raise_transient: bool = False,
 ) -> AsyncGenerator[list[dict[str, Any]]]:
     """The stream events of each run event; a failing run ends with `error` and
     `response.failed`."""
@@ -188,7 +195,9 @@ async def event_batches(
                 yield encoded
     except LgosError as error:
         yield stream.failed(error.message, error.code or "invalid_request")
-    except Exception:
+    except Exception as error:
+        if raise_transient and is_transient_database_error(error):
+            raise
         logger.exception("responses.stream_failed", extra={"model": prepared.model})
         yield stream.failed(SERVER_ERROR_MESSAGE)
 

@@ -11,6 +11,7 @@ from typing import Any, Generic, Literal, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lgos.core import safe_json
 from lgos.core.errors import InvalidRequestError
 from lgos.core.request import ClientFunctionTool, NamedToolChoice, ToolChoice
 from lgos.wire.interrupts import INTERRUPT_FUNCTION
@@ -128,16 +129,33 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
             "The request body is empty; send a JSON object.", code="invalid_json"
         )
     try:
-        value = json.loads(body)
+        value = safe_json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InvalidRequestError(
             "We could not parse the JSON body of your request. The OpenAI API expects a JSON "
             "payload.",
             code="invalid_json",
         ) from None
+    except safe_json.JSONLimitError as error:
+        raise json_limit_error(error) from None
     if not isinstance(value, dict):
         raise InvalidRequestError("The request body must be a JSON object.", code="invalid_type")
     return value
+
+
+def json_limit_error(
+    error: safe_json.JSONLimitError, param: str | None = None
+) -> InvalidRequestError:
+    """A 400 for JSON past a limit: in the body (`param` None: the path names the field) or
+    inside a JSON string the request carries (`param` names that string)."""
+    if param is None:
+        param = param_path(error.path) or None
+        where = f"'{param}'" if param else "the request body"
+    else:
+        where = f"'{param}'"
+    return InvalidRequestError(
+        f"Invalid {where}: {error.problem} is not accepted.", param=param, code="invalid_value"
+    )
 
 
 def param_path(location: tuple[int | str, ...]) -> str:
@@ -173,7 +191,7 @@ def validate(
 
 def from_validation_error(error: ValidationError, tags: frozenset[str]) -> InvalidRequestError:
     first = _most_specific(error.errors())
-    location = tuple(part for part in first["loc"] if part not in tags)
+    location = _without_tags(tuple(first["loc"]), tags)
     param = param_path(location) or None
     kind = first["type"]
     if kind == "extra_forbidden":
@@ -191,6 +209,17 @@ def from_validation_error(error: ValidationError, tags: frozenset[str]) -> Inval
         message = message.removeprefix("Value error, ")
     code = "invalid_type" if kind.endswith("_type") else "invalid_value"
     return InvalidRequestError(f"Invalid '{param}': {message}", param=param, code=code)
+
+
+def _without_tags(location: tuple[int | str, ...], tags: frozenset[str]) -> tuple[int | str, ...]:
+    """Drop the discriminator labels pydantic adds after a list index (`messages[0].user`);
+    a field that happens to share a label's name (`user` of the body) stays."""
+    kept: list[int | str] = []
+    for index, part in enumerate(location):
+        if part in tags and index > 0 and isinstance(location[index - 1], int):
+            continue
+        kept.append(part)
+    return tuple(kept)
 
 
 def _most_specific(errors: list[Any]) -> Any:
@@ -262,7 +291,9 @@ def unsupported_content(param: str, part_type: str) -> InvalidRequestError:
 
 def parse_arguments(arguments: str, param: str) -> dict[str, Any]:
     try:
-        value = json.loads(arguments) if arguments else {}
+        value = safe_json.loads(arguments) if arguments else {}
+    except safe_json.JSONLimitError as error:
+        raise json_limit_error(error, param) from None
     except json.JSONDecodeError:
         raise InvalidRequestError(
             f"Invalid '{param}': function call arguments must be a JSON object string.",

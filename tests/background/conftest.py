@@ -52,6 +52,8 @@ class Deployment:
             LGOS_WORKER_SLOTS=str(WORKER_SLOTS),
             LGOS_WORKER_RECOVERY_INTERVAL_SECONDS="0.5",
             LGOS_WORKER_SHUTDOWN_GRACE_SECONDS="1",
+            # Short, so a killed worker's runs move on quickly; long enough for a busy machine.
+            LGOS_WORKER_LEASE_SECONDS="6",
             LGOS_INTERRUPT_SWEEP_INTERVAL_MINUTES="0",
             PYTHONUNBUFFERED="1",
         )
@@ -70,7 +72,7 @@ class Deployment:
         self.apis = [spawn("serve", self.env, "--port", "0") for _ in range(self._api_count)]
         self.ensure_workers()
         for api in self.apis:
-            api.wait_until_serving()
+            api.wait_until_serving(timeout=START_TIMEOUT)
 
     def ensure_workers(self) -> None:
         """(Re)start any worker that is not running, and wait until all run."""

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
 import pytest
+from fastapi import FastAPI
+
+from lgos import InMemoryBackgroundBackend, LanggraphOpenaiServe
+from lgos.core.safe_json import MAX_DEPTH, MAX_NUMBER_CHARS
+from lgos.http.errors import install_error_envelopes
+from lgos.http.routes import RequestLimits
+from tests.support.graphs import Probe, build_registry
 
 pytestmark = pytest.mark.anyio
+
+# The table's server accepts bodies up to 64 KiB, so "too large" stays cheap to send.
+BODY_LIMIT = 64 * 1024
 
 OK_INPUT = {"model": "echo", "input": "hi"}
 OK_CHAT = {"model": "echo", "messages": [{"role": "user", "content": "hi"}]}
@@ -309,3 +321,493 @@ async def test_wrong_content_type_is_rejected(http: httpx2.AsyncClient) -> None:
 async def test_retrieving_a_foreground_response_is_404(http: httpx2.AsyncClient) -> None:
     response = await http.get("/v1/responses/resp_0123456789abcdef0123456789abcdef")
     assert response.status_code == 404
+
+
+# ------------------------------------------------------------------------------------------
+# Hostile input and errors outside the routes: the same promise, on an app set up the way
+# `lgos serve` sets it up (error envelopes on every reply, a body limit).
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    method: str
+    path: str
+    status: int
+    param: str | None
+    code: str | None
+    body: Any = None  # a dict goes out as JSON; bytes as they are
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+RESPONSES = "/v1/responses"
+CHAT = "/v1/chat/completions"
+UNKNOWN_ID = "resp_0123456789abcdef0123456789abcdef"
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def raw(prefix: str, value: str, suffix: str = "}") -> bytes:
+    return (prefix + value + suffix).encode()
+
+
+def responses_call(arguments: str) -> dict[str, Any]:
+    return {
+        "model": "tool-caller",
+        "input": [
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "get_weather",
+                "arguments": arguments,
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+            {"role": "user", "content": "and now?"},
+        ],
+    }
+
+
+def chat_call(arguments: str) -> dict[str, Any]:
+    return {
+        "model": "tool-caller",
+        "messages": [
+            {"role": "user", "content": "weather?"},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": arguments},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        ],
+    }
+
+
+RESPONSES_ARGS = "input[0].arguments"
+CHAT_ARGS = "messages[1].tool_calls[0].function.arguments"
+DEEP = 1000  # past the interpreter's recursion limit
+SHALLOW_DEEP = MAX_DEPTH + 5  # parses, then fails the depth check
+LONG_INT = "9" * 4301  # past the interpreter's own int parsing limit
+LONGISH_INT = "9" * (MAX_NUMBER_CHARS + 1)
+HOSTILE_VALUES: list[tuple[str, str]] = [
+    ("nested-1000", nested(DEEP)),
+    ("nested-past-limit", nested(SHALLOW_DEEP)),
+    ("int-4301-digits", LONG_INT),
+    ("int-past-limit", LONGISH_INT),
+    ("negative-long-int", "-" + LONG_INT),
+    ("float-overflow", "1e999"),
+    ("long-float", "0." + "1" * (MAX_NUMBER_CHARS + 5)),
+    ("nan", "NaN"),
+    ("infinity", "Infinity"),
+    ("minus-infinity", "-Infinity"),
+    ("nul-string", '"a\\u0000b"'),
+    ("nul-key", '{"a\\u0000": 1}'),
+    ("deep-objects", '{"a":' * DEEP + "1" + "}" * DEEP),
+]
+
+
+def hostile_cases() -> Iterator[Case]:
+    for label, value in HOSTILE_VALUES:
+        # Where a body field holds the value: the param names the top-level field.
+        for path, prefix, param in [
+            (RESPONSES, '{"model": "echo", "input": "hi", "user": ', "user"),
+            (RESPONSES, '{"model": "echo", "input": "hi", "frobnicate": ', "frobnicate"),
+            (
+                CHAT,
+                '{"model": "echo", "messages": [{"role": "user", "content": "hi"}], "seed": ',
+                "seed",
+            ),
+            (
+                CHAT,
+                '{"model": "echo", "messages": [{"role": "user", "content": "hi"}], "stop": ',
+                "stop",
+            ),
+        ]:
+            yield Case(
+                f"body-{label}-{param}",
+                "POST",
+                path,
+                400,
+                param,
+                "invalid_value",
+                raw(prefix, value),
+            )
+        # Inside a function call's `arguments` string, on both APIs.
+        encoded = json.loads(value.replace("\\\\", "\\")) if label.startswith("nul") else None
+        arguments = json.dumps(encoded) if encoded is not None else value
+        arguments = '{"x": ' + arguments + "}"
+        yield Case(
+            f"responses-arguments-{label}",
+            "POST",
+            RESPONSES,
+            400,
+            RESPONSES_ARGS,
+            "invalid_value",
+            responses_call(arguments),
+        )
+        yield Case(
+            f"chat-arguments-{label}",
+            "POST",
+            CHAT,
+            400,
+            CHAT_ARGS,
+            "invalid_value",
+            chat_call(arguments),
+        )
+
+
+def nul_cases() -> Iterator[Case]:
+    yield Case(
+        "nul-in-input",
+        "POST",
+        RESPONSES,
+        400,
+        "input",
+        "invalid_value",
+        {"model": "echo", "input": "a\x00b"},
+    )
+    yield Case(
+        "nul-in-model",
+        "POST",
+        RESPONSES,
+        400,
+        "model",
+        "invalid_value",
+        {"model": "echo\x00", "input": "hi"},
+    )
+    yield Case(
+        "nul-in-content",
+        "POST",
+        RESPONSES,
+        400,
+        "input[0].content",
+        "invalid_value",
+        {"model": "echo", "input": [{"role": "user", "content": "x\x00"}]},
+    )
+    yield Case(
+        "nul-in-text-part",
+        "POST",
+        RESPONSES,
+        400,
+        "input[0].content[0].text",
+        "invalid_value",
+        {
+            "model": "echo",
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": "\x00"}]}],
+        },
+    )
+    yield Case(
+        "nul-in-instructions",
+        "POST",
+        RESPONSES,
+        400,
+        "instructions",
+        "invalid_value",
+        {**OK_INPUT, "instructions": "be\x00nice"},
+    )
+    yield Case(
+        "nul-in-metadata",
+        "POST",
+        RESPONSES,
+        400,
+        "metadata.k",
+        "invalid_value",
+        {**OK_INPUT, "metadata": {"k": "\x00"}},
+    )
+    yield Case(
+        "nul-in-metadata-key",
+        "POST",
+        RESPONSES,
+        400,
+        "metadata",
+        "invalid_value",
+        {**OK_INPUT, "metadata": {"k\x00": "v"}},
+    )
+    yield Case(
+        "nul-in-approval-input",
+        "POST",
+        RESPONSES,
+        400,
+        "input",
+        "invalid_value",
+        {"model": "approval", "input": "draft \x00 this"},
+    )
+    yield Case(
+        "nul-in-chat-content",
+        "POST",
+        CHAT,
+        400,
+        "messages[0].content",
+        "invalid_value",
+        {"model": "echo", "messages": [{"role": "user", "content": "\x00"}]},
+    )
+    yield Case(
+        "nul-in-chat-system",
+        "POST",
+        CHAT,
+        400,
+        "messages[0].content",
+        "invalid_value",
+        {
+            "model": "echo",
+            "messages": [{"role": "system", "content": "\x00"}, {"role": "user", "content": "x"}],
+        },
+    )
+    yield Case(
+        "nul-in-chat-user-name",
+        "POST",
+        CHAT,
+        400,
+        "user",
+        "invalid_value",
+        {**OK_CHAT, "user": "\x00"},
+    )
+    for path, body in [(RESPONSES, OK_INPUT), (CHAT, OK_CHAT)]:
+        for label, settings_value in [
+            ("deep", nested(200)),
+            ("long-int", '{"repeat": ' + "9" * 400 + "}"),
+            ("nul", json.dumps({"prefix": "a\x00"})),
+            ("nan", '{"repeat": NaN}'),
+        ]:
+            yield Case(
+                f"settings-{label}-{path}",
+                "POST",
+                path,
+                400,
+                "metadata.lgos_settings",
+                "invalid_value",
+                {**body, "metadata": {"lgos_settings": settings_value}},
+            )
+
+
+def size_cases() -> Iterator[Case]:
+    big = "x" * (BODY_LIMIT + 1)
+    for path, body in [(RESPONSES, {**OK_INPUT, "input": big}), (CHAT, {**OK_CHAT, "user": big})]:
+        yield Case(f"too-large-{path}", "POST", path, 413, None, "request_too_large", body)
+        yield Case(
+            f"too-large-declared-{path}",
+            "POST",
+            path,
+            413,
+            None,
+            "request_too_large",
+            b"{}",
+            {"content-length": str(BODY_LIMIT + 1)},
+        )
+    yield Case(
+        "just-under-limit",
+        "POST",
+        RESPONSES,
+        400,
+        "frobnicate",
+        "unknown_parameter",
+        {**OK_INPUT, "frobnicate": "x" * (BODY_LIMIT - 200)},
+    )
+
+
+def body_shape_cases() -> Iterator[Case]:
+    for path in (RESPONSES, CHAT):
+        for label, content in [
+            ("null", b"null"),
+            ("true", b"true"),
+            ("number", b"1"),
+            ("string", b'"hi"'),
+            ("array", b"[]"),
+        ]:
+            yield Case(f"{label}-body-{path}", "POST", path, 400, None, "invalid_type", content)
+        for label, content in [
+            ("bad-utf8", b'{"model": "\xff\xfe"}'),
+            ("truncated", b'{"model": "echo", '),
+            ("trailing-garbage", b'{"model": "echo"} x'),
+            ("single-quotes", b"{'model': 'echo'}"),
+            ("whitespace", b"   "),
+        ]:
+            yield Case(f"{label}-{path}", "POST", path, 400, None, "invalid_json", content)
+        for label, content_type in [
+            ("no-content-type", ""),
+            ("text-plain", "text/plain"),
+            ("form", "application/x-www-form-urlencoded"),
+            ("multipart", "multipart/form-data; boundary=x"),
+            ("json-typo", "application/jsn"),
+        ]:
+            yield Case(
+                f"{label}-{path}",
+                "POST",
+                path,
+                400,
+                None,
+                "invalid_content_type",
+                b"{}",
+                {"content-type": content_type},
+            )
+
+
+def field_cases() -> Iterator[Case]:
+    for name, value in [
+        ("top_p", 0.5),
+        ("top_logprobs", 2),
+        ("max_tool_calls", 1),
+        ("presence_penalty", 0.1),
+        ("frequency_penalty", 0.1),
+        ("reasoning", {"effort": "low"}),
+        ("prompt", {"id": "p"}),
+        ("prompt_cache_retention", "24h"),
+    ]:
+        yield Case(
+            f"responses-unsupported-{name}",
+            "POST",
+            RESPONSES,
+            400,
+            name,
+            "unsupported_parameter",
+            {**OK_INPUT, name: value},
+        )
+    for name, value in [
+        ("temperature", 0.5),
+        ("top_p", 0.5),
+        ("max_completion_tokens", 3),
+        ("presence_penalty", 0.1),
+        ("frequency_penalty", 0.1),
+        ("logit_bias", {"1": 1}),
+        ("seed", 3),
+        ("stop", "x"),
+        ("reasoning_effort", "low"),
+        ("modalities", ["text"]),
+        ("prediction", {"type": "content"}),
+        ("top_logprobs", 1),
+    ]:
+        yield Case(
+            f"chat-unsupported-{name}",
+            "POST",
+            CHAT,
+            400,
+            name,
+            "unsupported_parameter",
+            {**OK_CHAT, name: value},
+        )
+    for path, body in [(RESPONSES, OK_INPUT), (CHAT, OK_CHAT)]:
+        for name, value, code in [
+            ("stream", 1, "invalid_type"),
+            ("stream", None, None),
+            ("model", "", "invalid_value"),
+            ("model", ["echo"], "invalid_type"),
+            ("metadata", "x", "invalid_type"),
+            ("parallel_tool_calls", "yes", "invalid_type"),
+            ("user", 5, "invalid_type"),
+        ]:
+            if code is None:
+                continue
+            yield Case(
+                f"field-{name}-{value!r}-{path}",
+                "POST",
+                path,
+                400,
+                name,
+                code,
+                {**body, name: value},
+            )
+
+
+def route_cases() -> Iterator[Case]:
+    yield Case("unknown-root-path", "GET", "/nope", 404, None, "not_found")
+    yield Case("unknown-post-path", "POST", "/admin", 404, None, "not_found", {})
+    yield Case("root", "GET", "/", 404, None, "not_found")
+    yield Case("unknown-v1-path", "GET", "/v1/nope", 404, None, None)
+    yield Case("unknown-v1-post", "POST", "/v1/embeddings", 404, None, None, {})
+    yield Case("get-chat", "GET", CHAT, 404, None, None)
+    yield Case("put-models", "PUT", "/v1/models", 404, None, None)
+    yield Case("delete-response", "DELETE", f"{RESPONSES}/{UNKNOWN_ID}", 404, None, None)
+    for path in ("/v1/models", RESPONSES, CHAT, f"{RESPONSES}/{UNKNOWN_ID}", "/v1/health"):
+        yield Case(f"options-{path}", "OPTIONS", path, 405, None, "method_not_allowed")
+    yield Case("options-unknown", "OPTIONS", "/somewhere", 404, None, "not_found")
+    yield Case("model-not-found", "GET", "/v1/models/nope", 404, "model", "model_not_found")
+    yield Case("response-not-found", "GET", f"{RESPONSES}/{UNKNOWN_ID}", 404, "response_id", None)
+    yield Case("response-garbage-id", "GET", f"{RESPONSES}/resp_garbage", 404, "response_id", None)
+    yield Case("response-plain-id", "GET", f"{RESPONSES}/xyz", 404, "response_id", None)
+    yield Case(
+        "cancel-not-found", "POST", f"{RESPONSES}/{UNKNOWN_ID}/cancel", 404, "response_id", None
+    )
+    yield Case(
+        "cancel-garbage", "POST", f"{RESPONSES}/{'9' * 5000}/cancel", 404, "response_id", None
+    )
+    for query, param in [
+        ("stream=maybe", "stream"),
+        ("starting_after=3", "starting_after"),
+        ("stream=true&starting_after=-1", "starting_after"),
+        ("stream=true&starting_after=abc", "starting_after"),
+        (f"stream=true&starting_after={'9' * 5000}", "starting_after"),
+    ]:
+        status, code = (400, "invalid_value") if param else (404, None)
+        yield Case(
+            f"retrieve-{query[:30]}",
+            "GET",
+            f"{RESPONSES}/{UNKNOWN_ID}?{query}",
+            status,
+            param,
+            code,
+        )
+
+
+EXTRA_CASES = [
+    *hostile_cases(),
+    *nul_cases(),
+    *size_cases(),
+    *body_shape_cases(),
+    *field_cases(),
+    *route_cases(),
+]
+
+
+@pytest.fixture
+async def guarded_http(probe: Probe) -> AsyncIterator[httpx2.AsyncClient]:
+    registry = build_registry(probe)
+    background = InMemoryBackgroundBackend(registry)
+    application = FastAPI()
+    install_error_envelopes(application)
+    LanggraphOpenaiServe(
+        registry,
+        application,
+        background=background,
+        limits=RequestLimits(max_body_bytes=BODY_LIMIT),
+    ).bind_openai_api()
+    async with background.lifespan():
+        transport = httpx2.ASGITransport(app=application)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
+            yield client
+
+
+def test_the_table_is_large() -> None:
+    assert len(CASES) + len(EXTRA_CASES) >= 150
+    assert len({case.name for case in EXTRA_CASES}) == len(EXTRA_CASES)
+
+
+@pytest.mark.parametrize("case", EXTRA_CASES, ids=lambda case: case.name)
+async def test_hostile_or_misrouted_request_gets_an_envelope(
+    guarded_http: httpx2.AsyncClient, case: Case
+) -> None:
+    headers = dict(case.headers)
+    if isinstance(case.body, bytes):
+        headers.setdefault("content-type", "application/json")
+        content = case.body
+    elif case.body is not None:
+        headers.setdefault("content-type", "application/json")
+        content = json.dumps(case.body).encode()
+    else:
+        content = None
+    if headers.get("content-type") == "":
+        del headers["content-type"]
+    response = await guarded_http.request(case.method, case.path, content=content, headers=headers)
+    assert response.status_code == case.status, response.text
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["type"] == "invalid_request_error"
+    assert (error["param"], error["code"]) == (case.param, case.code), error
+    assert error["message"]
+    if case.status == 405:
+        assert response.headers["allow"]

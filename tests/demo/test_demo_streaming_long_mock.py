@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, BadRequestError
 
 from tests.demo.support import settings
 
@@ -42,3 +42,14 @@ async def test_a_client_can_stop_reading_midway(client: AsyncOpenAI) -> None:
         model="streaming-long-mock", input="again", metadata=settings(words=3, delay_ms=0)
     )
     assert response.output_text == "word0 word1 word2"
+
+
+@pytest.mark.parametrize("values", [{"words": 5001}, {"words": 0}, {"delay_ms": 1001}])
+async def test_settings_are_bounded(client: AsyncOpenAI, values: dict[str, int]) -> None:
+    # One request must not be able to ask for minutes of CPU or gigabytes of text.
+    with pytest.raises(BadRequestError) as raised:
+        await client.responses.create(
+            model="streaming-long-mock", input="go", metadata=settings(**values)
+        )
+    assert raised.value.status_code == 400
+    assert raised.value.param == "metadata.lgos_settings"  # type: ignore[attr-defined]

@@ -1,0 +1,142 @@
+"""JSON from clients, parsed within limits that keep hostile input a 400.
+
+The standard parser fails in ways that are not the client's fault to see: nesting a thousand
+levels deep raises `RecursionError`, an integer of 4,301 digits raises `ValueError`, and a NUL
+character parses fine but cannot be stored in a PostgreSQL text or jsonb column later. Every
+JSON a client sends (the body, function call `arguments`, structured interrupt answers,
+`metadata.lgos_settings`) goes through `loads`, which turns each of these into
+`JSONLimitError` naming where it happened.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "JSONLimitError", "loads"]
+
+# Far deeper than any real request (an OpenAI body is about 6 levels, tool arguments rarely
+# 20), far shallower than the interpreter's recursion limit.
+MAX_DEPTH = 64
+# Longer than any number a client means (a 128-bit id has 39 digits); JSON numbers beyond
+# 2**53 lose precision in JavaScript clients anyway.
+MAX_NUMBER_CHARS = 100
+
+
+class JSONLimitError(ValueError):
+    """Valid JSON that breaks a limit; `path` locates it (keys and list indexes)."""
+
+    def __init__(self, problem: str, path: tuple[int | str, ...] = ()) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path = path
+
+
+class _Rejected:
+    """Stands in for a number the parser met; the walk reports it with its path."""
+
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+
+def _parse_int(text: str) -> int | _Rejected:
+    if len(text) > MAX_NUMBER_CHARS:
+        return _Rejected(f"a number longer than {MAX_NUMBER_CHARS} characters")
+    return int(text)
+
+
+def _parse_float(text: str) -> float | _Rejected:
+    if len(text) > MAX_NUMBER_CHARS:
+        return _Rejected(f"a number longer than {MAX_NUMBER_CHARS} characters")
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        return _Rejected("a number too large to represent")
+    return value
+
+
+def _parse_constant(text: str) -> _Rejected:
+    return _Rejected(f"'{text}', which is not valid JSON")
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON; raise `json.JSONDecodeError` (or `UnicodeDecodeError`) for a syntax error
+    and `JSONLimitError` for valid JSON that is too deep, has an oversized number, or a NUL."""
+    try:
+        value = json.loads(
+            text,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_parse_constant,
+        )
+    except RecursionError:
+        # Deeper than the interpreter allows: the value never existed, so find the place
+        # from the text itself.
+        raise JSONLimitError(_too_deep(), _deep_field(text)) from None
+    _check(value)
+    return value
+
+
+def _too_deep() -> str:
+    return f"JSON nested more than {MAX_DEPTH} levels deep"
+
+
+def _check(root: Any) -> None:
+    # Iterative, so checking a deep value cannot itself overflow the stack.
+    stack: list[tuple[Any, tuple[int | str, ...]]] = [(root, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise JSONLimitError("a NUL character (\\u0000) in a string", path)
+        elif isinstance(value, dict):
+            if len(path) >= MAX_DEPTH:
+                raise JSONLimitError(_too_deep(), path[:1])
+            for key, item in value.items():
+                if "\x00" in key:
+                    raise JSONLimitError("a NUL character (\\u0000) in a key", path)
+                stack.append((item, (*path, key)))
+        elif isinstance(value, list):
+            if len(path) >= MAX_DEPTH:
+                raise JSONLimitError(_too_deep(), path[:1])
+            stack.extend((item, (*path, index)) for index, item in enumerate(value))
+        elif isinstance(value, _Rejected):
+            raise JSONLimitError(value.problem, path)
+
+
+def _deep_field(text: str | bytes) -> tuple[int | str, ...]:
+    """The top-level key under which `text` first nests past MAX_DEPTH (empty if none)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    depth = 0
+    in_string = escaped = False
+    string_start = 0
+    last_string = ""
+    last_top_key: str | None = None
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                last_string = text[string_start + 1 : index]
+        elif char == '"':
+            in_string = True
+            string_start = index
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                break
+        elif char in "]}":
+            depth -= 1
+        elif char == ":" and depth == 1:
+            last_top_key = last_string
+    if last_top_key is None:
+        return ()
+    try:
+        return (json.loads(f'"{last_top_key}"'),)
+    except json.JSONDecodeError:
+        return (last_top_key,)
