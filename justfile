@@ -65,6 +65,13 @@ docs *args:
 bench *args:
     uv run --with-requirements benchmarks/requirements.txt python -m benchmarks {{ args }}
 
+# The durable paths against their floors (engines alone, LangGraph's PostgreSQL saver alone):
+# background create→completed and runs/s per engine, review round trips, stream tails. Writes
+# durable.json, durable.md and img/durable.png under --out (default benchmarks/.results/).
+# `just bench-durable --quick` takes a few minutes; the Hatchet engine comes from `just setup`.
+bench-durable *args:
+    uv run --with-requirements benchmarks/requirements.txt python -m benchmarks.durable {{ args }}
+
 # Profile one benchmark target under load (see benchmarks/profile.py for the options).
 bench-profile *args:
     uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile {{ args }}

@@ -52,9 +52,9 @@ _RUNNING = re.compile(r"Uvicorn running on (http://[\d.]+:\d+)")
 
 
 class Process:
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], program: str = LGOS) -> None:
         self.popen = subprocess.Popen(
-            [LGOS, *args],
+            [program, *args],
             cwd=REPO,
             env=env,
             stdin=subprocess.DEVNULL,
