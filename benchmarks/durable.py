@@ -49,7 +49,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from openai import AsyncOpenAI
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
 
 from benchmarks.background import (
     _RUNNING,
@@ -92,6 +96,8 @@ MODES = {
 class Results:
     # measurement name → one figure per pass (ms for latencies, runs/s for bursts)
     passes: dict[str, list[float]] = field(default_factory=dict)
+    # burst name → CPU ms per run of the processes serving it, one figure per pass
+    cpu: dict[str, list[float]] = field(default_factory=dict)
     # every stream-tail sample (ms), over all passes
     tail_samples: list[float] = field(default_factory=list)
 
@@ -382,6 +388,21 @@ class Deployment:
     engine: str
     base_url: str
     uri: str
+    processes: list[Process]
+
+
+def cpu_seconds(processes: list[Process]) -> float:
+    """User + system CPU of these processes and their children (Hatchet's worker forks)."""
+    total = 0.0
+    for process in processes:
+        try:
+            root = psutil.Process(process.popen.pid)
+            for one in (root, *root.children(recursive=True)):
+                times = one.cpu_times()
+                total += times.user + times.system
+        except psutil.NoSuchProcess:
+            continue
+    return total
 
 
 @contextmanager
@@ -405,7 +426,7 @@ def lgos_deployment(
     try:
         base_url = api.wait_for(_RUNNING.pattern, timeout=300)
         with started(workers, r'"message": "worker\.started"'):
-            yield Deployment(engine, base_url, uri)
+            yield Deployment(engine, base_url, uri, [api, *workers])
     finally:
         api.stop()
 
@@ -422,6 +443,7 @@ async def measure(
     deployments: dict[str, Deployment],
     dbos_floor: DBOSFloor | None,
     hatchet_floor: HatchetFloor | None,
+    floors_served: dict[str, list[Process]],
 ) -> Results:
     from lgos.integrations.postgres import open_postgres
 
@@ -430,12 +452,24 @@ async def measure(
         name: AsyncOpenAI(base_url=f"{d.base_url}/v1", api_key="bench", max_retries=0)
         for name, d in deployments.items()
     }
+    # The floors' saver on a plain pool, as LangGraph documents it (LGOS's pool checks each
+    # connection it hands out; the floor does not).
     async with (
-        open_postgres(deployments["memory"].uri, pool_size=6) as floor_db,
+        AsyncConnectionPool(
+            deployments["memory"].uri,
+            min_size=4,
+            max_size=4,
+            kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0},
+            open=False,
+        ) as floor_pool,
         open_postgres(deployments["dbos"].uri, pool_size=2) as dbos_db,
     ):
-        floors = LangGraphFloors(floor_db.checkpointer)
+        floor_saver = AsyncPostgresSaver(floor_pool)
+        await floor_saver.setup()
+        floors = LangGraphFloors(floor_saver)
         steps: list[tuple[str, Callable[[], Awaitable[float]]]] = []
+        # burst name → the processes whose CPU it is charged
+        served: dict[str, list[Process]] = {}
         if dbos_floor is not None:
             steps.append(("dbos engine floor", lambda: dbos_floor.latency(counts.runs)))
         if hatchet_floor is not None:
@@ -467,18 +501,25 @@ async def measure(
         steps.append(("lgos stream tail dbos", tail))
         if dbos_floor is not None:
             steps.append(("dbos engine floor burst", lambda: dbos_floor.burst(counts.burst)))
+            served["dbos engine floor burst"] = floors_served["dbos"]
         if hatchet_floor is not None:
             steps.append(("hatchet engine floor burst", lambda: hatchet_floor.burst(counts.burst)))
+            served["hatchet engine floor burst"] = floors_served["hatchet"]
         for name, client in clients.items():
             steps.append((f"lgos {name} burst", lambda c=client: lgos_burst(c, counts.burst)))
+            served[f"lgos {name} burst"] = deployments[name].processes
 
         print("warm-up", flush=True)
         for _, step in steps:
             await step()
         for number in range(1, counts.passes + 1):
             for name, step in steps:
+                before = cpu_seconds(served.get(name, []))
                 value = await step()
                 results.add(name, value)
+                if name in served:
+                    used = (cpu_seconds(served[name]) - before) * 1000 / counts.burst
+                    results.cpu.setdefault(name, []).append(used)
                 print(f"pass {number} {name}: {value:.1f}", flush=True)
     for client in clients.values():
         await client.close()
@@ -634,6 +675,20 @@ def markdown(results: Results, meta: dict[str, str], counts: Counts) -> str:
         label, unit = _LABELS.get(name, (name, ""))
         shown = ", ".join(f"{value:.1f}" for value in values)
         lines.append(f"| {label} | {statistics.median(values):.1f} {unit} | {shown} |")
+    if results.cpu:
+        lines += [
+            "",
+            "CPU per run during the bursts (user + system, every process serving the burst: "
+            "LGOS's API and workers; the floors' workers only, their client runs in the "
+            "benchmark process; engines' own services not counted):",
+            "",
+            "| burst | CPU ms per run | per pass |",
+            "| --- | ---: | --- |",
+        ]
+        for name, values in results.cpu.items():
+            label, _ = _LABELS.get(name, (name, ""))
+            shown = ", ".join(f"{value:.1f}" for value in values)
+            lines.append(f"| {label} | {statistics.median(values):.1f} | {shown} |")
     if results.tail_samples:
         samples = sorted(results.tail_samples)
         p90 = samples[min(len(samples) - 1, int(len(samples) * 0.9))]
@@ -713,14 +768,18 @@ def main(argv: list[str] | None = None) -> int:
         }
         floor_url = _sqlalchemy_url(stack.enter_context(database()))
         DBOS.migrate(floor_url)
-        workers = floor_workers("dbos", environment(), floor_url)
+        floors_served = {"dbos": floor_workers("dbos", environment(), floor_url)}
         if "hatchet" in engines:
-            workers += floor_workers("hatchet", environment(**hatchet_env))
-        stack.enter_context(started(workers, r"floor\.ready"))
+            floors_served["hatchet"] = floor_workers("hatchet", environment(**hatchet_env))
+        stack.enter_context(
+            started([p for ps in floors_served.values() for p in ps], r"floor\.ready")
+        )
         dbos_floor = DBOSFloor(floor_url)
         stack.callback(dbos_floor.close)
         hatchet_floor = HatchetFloor() if "hatchet" in engines else None
-        results = asyncio.run(measure(counts, deployments, dbos_floor, hatchet_floor))
+        results = asyncio.run(
+            measure(counts, deployments, dbos_floor, hatchet_floor, floors_served)
+        )
 
     meta = machine(mode, time.time() - began, (load_before, os.getloadavg()[0]))
     text = markdown(results, meta, counts)
@@ -730,6 +789,7 @@ def main(argv: list[str] | None = None) -> int:
         "meta": meta,
         "counts": counts.__dict__,
         "passes": results.passes,
+        "cpu_ms_per_run": results.cpu,
         "medians": {name: results.median(name) for name in results.passes},
         "stream_tail_samples_ms": results.tail_samples,
         "goals": [

@@ -15,17 +15,19 @@ more to write their checkpoints.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import select
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.store.postgres.aio import AsyncPostgresStore
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, pq
 from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
@@ -54,20 +56,36 @@ _RUN_LOCK_PREFIX = "lgos.run:"
 _MIGRATION_LOCK_NAME = "lgos.migrations"
 _TRY_LOCK = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
 _UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
-# A leased run enters the index when it starts, unless it is there already (a resume keeps the
-# time it paused). A process killed mid-run never reaches its cleanup; this row is how the
-# expiry sweep still finds the checkpoint it left behind.
-_RECORD_RUN = (
+# Taking a lease is one round trip: the lock, and (when it was free) the run's row in the
+# index. A leased run enters the index when it starts, unless it is there already (a resume
+# keeps the time it paused). A process killed mid-run never reaches its cleanup; this row is
+# how the expiry sweep still finds the checkpoint it left behind. The INSERT reads the lock's
+# result, so PostgreSQL evaluates the lock first.
+_LOCK_AND_RECORD_RUN = """
+WITH attempt AS (SELECT pg_try_advisory_lock(hashtextextended(%(lock)s, 0)) AS locked),
+recorded AS (
+    INSERT INTO lgos_paused_runs (thread_id, paused_at)
+    SELECT %(key)s, now() FROM attempt WHERE locked
+    ON CONFLICT (thread_id) DO NOTHING
+    RETURNING true
+)
+SELECT (SELECT locked FROM attempt), EXISTS (SELECT FROM recorded)
+"""
+# Releasing is one round trip too. A row this lease added is kept only when the run left a
+# checkpoint that nobody else will delete (its cleanup failed). A stale answer to an expired
+# run creates no checkpoint, so it leaves no row behind.
+_FORGET_UNUSED_RUN_AND_UNLOCK = """
+WITH forgotten AS (
+    DELETE FROM lgos_paused_runs WHERE thread_id = %(key)s
+    AND NOT EXISTS (SELECT FROM checkpoints WHERE thread_id = %(key)s)
+)
+SELECT pg_advisory_unlock(hashtextextended(%(lock)s, 0))
+"""
+_MARK_PAUSED = (
     "INSERT INTO lgos_paused_runs (thread_id, paused_at) VALUES (%s, now()) "
-    "ON CONFLICT (thread_id) DO NOTHING RETURNING true"
+    "ON CONFLICT (thread_id) DO UPDATE SET paused_at = excluded.paused_at"
 )
-# At release, a row this lease added is kept only when the run left a checkpoint that nobody
-# else will delete (its cleanup failed). A stale answer to an expired run creates no
-# checkpoint, so it leaves no row behind.
-_FORGET_UNUSED_RUN = (
-    "DELETE FROM lgos_paused_runs WHERE thread_id = %s "
-    "AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = %s)"
-)
+_MARK_DONE = "DELETE FROM lgos_paused_runs WHERE thread_id = %s"
 
 # LGOS's own schema, applied in order and recorded in lgos_migrations like LangGraph's.
 MIGRATIONS: tuple[str, ...] = (
@@ -91,8 +109,24 @@ MIGRATIONS: tuple[str, ...] = (
 
 _LOCK_POLL_SECONDS = 0.2
 _MIGRATION_LOCK_TIMEOUT_SECONDS = 600.0
-# How often a reader of a PostgreSQL event log re-reads it while waiting for new events.
+# How often a reader of a PostgreSQL event log re-reads it while its process cannot listen
+# for notifications (its LISTEN session is being re-established).
 _EVENT_POLL_SECONDS = 0.1
+_EVENTS_CHANNEL = "lgos_response_events"
+_LISTEN_RETRY_SECONDS = 0.5
+_LISTEN_RETRY_MAX_SECONDS = 5.0
+# One statement inserts the events and notifies their readers, so a notification goes out
+# exactly when events it announces are committed (and only when some were new).
+_APPEND_EVENTS = f"""
+WITH added AS (
+    INSERT INTO lgos_response_events (run_id, sequence_number, event)
+    SELECT %(run_id)s, number, event
+    FROM unnest(%(numbers)s::integer[], %(events)s::jsonb[]) AS batch(number, event)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+SELECT pg_notify('{_EVENTS_CHANNEL}', %(run_id)s) WHERE EXISTS (SELECT FROM added)
+"""
 _DEFAULT_LEASE_WAIT_SECONDS = 30.0
 
 
@@ -144,6 +178,8 @@ class PostgresRunCoordinator:
         # Runs whose index row this process added when leasing them and that have neither
         # paused nor finished since (keys are exclusive while leased, so a set suffices).
         self._unsettled: set[str] = set()
+        # The connection each lease this process holds sits on.
+        self._held: dict[str, AsyncConnection[DictRow]] = {}
 
     def lease(self, key: str) -> AbstractAsyncContextManager[None]:
         return self._lease(key)
@@ -171,41 +207,40 @@ class PostgresRunCoordinator:
     async def _lock(self, key: str, lock_name: str) -> AsyncConnection[DictRow]:
         conn = await self._pool.getconn()
         try:
-            locked = await try_advisory_lock(conn, lock_name)
+            async with conn.cursor(row_factory=tuple_row) as cursor:
+                await cursor.execute(_LOCK_AND_RECORD_RUN, {"lock": lock_name, "key": key})
+                row = await cursor.fetchone()
         except BaseException:
             # Interrupted mid-query we cannot tell whether the lock was taken: closing the
             # session drops it either way.
             await asyncio.shield(self._discard(conn))
             raise
+        locked, recorded = (bool(row[0]), bool(row[1])) if row else (False, False)
         if not locked:
             await asyncio.shield(self._pool.putconn(conn))
             raise RunBusyError()
-        try:
-            async with conn.cursor(row_factory=tuple_row) as cursor:
-                await cursor.execute(_RECORD_RUN, (key,))
-                if await cursor.fetchone() is not None:
-                    self._unsettled.add(key)
-        except BaseException:
-            self._unsettled.discard(key)
-            await asyncio.shield(self._discard(conn))
-            raise
+        if recorded:
+            self._unsettled.add(key)
+        self._held[key] = conn
         return conn
 
     async def _unlock(self, conn: AsyncConnection[DictRow], key: str, lock_name: str) -> None:
+        self._held.pop(key, None)
         try:
-            if key in self._unsettled:
-                self._unsettled.discard(key)
-                try:
-                    await conn.execute(_FORGET_UNUSED_RUN, (key, key))
-                except Exception as error:
-                    # The row stays and the sweep removes it after the TTL: harmless.
-                    logger.warning(
-                        "run_lease.forget_failed", extra={"error.type": type(error).__qualname__}
-                    )
             unlocked = False
             try:
-                unlocked = await advisory_unlock(conn, lock_name)
+                async with conn.cursor(row_factory=tuple_row) as cursor:
+                    if key in self._unsettled:
+                        self._unsettled.discard(key)
+                        await cursor.execute(
+                            _FORGET_UNUSED_RUN_AND_UNLOCK, {"lock": lock_name, "key": key}
+                        )
+                    else:
+                        await cursor.execute(_UNLOCK, (lock_name,))
+                    row = await cursor.fetchone()
+                unlocked = bool(row and row[0])
             except Exception as error:
+                # A row left behind is removed by the sweep after the TTL: harmless.
                 logger.warning(
                     "run_lease.unlock_failed", extra={"error.type": type(error).__qualname__}
                 )
@@ -226,17 +261,21 @@ class PostgresRunCoordinator:
 
     async def mark_paused(self, key: str) -> None:
         self._unsettled.discard(key)
-        async with self._pool.connection() as conn:
-            await conn.execute(
-                "INSERT INTO lgos_paused_runs (thread_id, paused_at) VALUES (%s, now()) "
-                "ON CONFLICT (thread_id) DO UPDATE SET paused_at = excluded.paused_at",
-                (key,),
-            )
+        await self._execute_as_holder(key, _MARK_PAUSED)
 
     async def mark_done(self, key: str) -> None:
         self._unsettled.discard(key)
+        await self._execute_as_holder(key, _MARK_DONE)
+
+    async def _execute_as_holder(self, key: str, statement: str) -> None:
+        """On the lease's own connection when this process holds it (the callers do: no
+        checkout needed), else on a pooled one."""
+        held = self._held.get(key)
+        if held is not None:
+            await held.execute(statement, (key,))
+            return
         async with self._pool.connection() as conn:
-            await conn.execute("DELETE FROM lgos_paused_runs WHERE thread_id = %s", (key,))
+            await conn.execute(statement, (key,))
 
     async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
         async with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
@@ -389,8 +428,9 @@ async def open_postgres(uri: str, *, pool_size: int) -> AsyncIterator[PostgresRe
         min_size=pool_size,
         max_size=pool_size,
         kwargs=_connection_kwargs(),
-        # Each checkout is checked first (one round trip), so connections a database restart
-        # killed are replaced instead of failing the request or run that drew them.
+        # Each checkout is checked first (a round trip only when the server said something to
+        # the idle session), so connections a database restart killed are replaced instead of
+        # failing the request or run that drew them.
         check=lambda conn: _check_or_sweep(pool, conn),
         open=False,
         name="lgos",
@@ -404,6 +444,7 @@ async def open_postgres(uri: str, *, pool_size: int) -> AsyncIterator[PostgresRe
         # its own connection, so let as many run as the connections leases leave free.
         saver.lock = asyncio.Semaphore(max(1, pool_size - coordinator.max_leases))  # type: ignore[assignment]
         store = AsyncPostgresStore(pool)
+        events = PostgresResponseEventLog(pool)
         try:
             await apply_migrations(pool, saver, store)
             logger.info(
@@ -415,21 +456,30 @@ async def open_postgres(uri: str, *, pool_size: int) -> AsyncIterator[PostgresRe
                 checkpointer=saver,
                 store=store,
                 run_coordinator=coordinator,
-                events=PostgresResponseEventLog(pool),
+                events=events,
             )
         finally:
+            await events.close()
             _stop_store_batcher(store)
     finally:
         await pool.close()
 
 
 async def _check_or_sweep(pool: Pool, conn: AsyncConnection[DictRow]) -> None:
-    """psycopg_pool's check, plus: when one idle connection is dead, check them all.
+    """psycopg_pool's check, only when the idle session has heard from the server; plus: when
+    one idle connection is dead, check them all.
 
-    After a database restart every idle connection is dead, and the pool tries them one by one
-    with a growing pause between tries (1 s, 2 s, 4 s ...): with ten of them a request times out
-    before reaching a live one. Sweeping the idle ones at the first failure replaces them all.
+    A session the server ended (a restart, `pg_terminate_backend`) is told so: the server
+    sends its FATAL notice and closes the socket, which makes the idle socket readable. A
+    silent socket is a live session as far as a round trip could tell, so it is handed out
+    without one (a checkout used to cost a `SELECT` round trip: a third of a review's
+    queries). After a database restart every idle connection is dead, and the pool tries them
+    one by one with a growing pause between tries (1 s, 2 s, 4 s ...): with ten of them a
+    request times out before reaching a live one. Sweeping the idle ones at the first failure
+    replaces them all.
     """
+    if conn.pgconn.status == pq.ConnStatus.OK and not _readable(conn.pgconn.socket):
+        return
     try:
         await AsyncConnectionPool.check_connection(conn)
     except Exception:
@@ -437,6 +487,12 @@ async def _check_or_sweep(pool: Pool, conn: AsyncConnection[DictRow]) -> None:
         _SWEEPS.add(sweep)
         sweep.add_done_callback(_SWEEPS.discard)
         raise
+
+
+def _readable(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+    return bool(poller.poll(0))
 
 
 _SWEEPS: set[asyncio.Task[None]] = set()
@@ -452,21 +508,32 @@ def _stop_store_batcher(store: AsyncPostgresStore) -> None:
 
 class PostgresResponseEventLog:
     """The log in table `lgos_response_events` (created by LGOS's migrations) on the server's
-    pool. Readers poll: a tail costs one small indexed query per interval, and needs no
-    connection held open per stream."""
+    pool.
+
+    Every append notifies channel `lgos_response_events` with the run id, in the statement
+    that inserts the events (so the notification goes out when they are committed). A process
+    that tails streams listens on one connection of its own, opened at its first wait, and
+    wakes the tails of the run it hears about: an event reaches its readers a round trip after
+    it was written, and an idle tail costs no queries. While that connection is down (a
+    database restart) the tails poll every `poll_interval` until it is back.
+    """
 
     def __init__(self, pool: Pool, poll_interval: float = _EVENT_POLL_SECONDS) -> None:
         self.pool = pool
         self.poll_interval = poll_interval
+        self._listener: _EventListener | None = None
 
     async def append(self, run_id: str, events: Sequence[dict[str, Any]]) -> None:
         if not events:
             return
-        async with self.pool.connection() as conn, conn.cursor() as cur:
-            await cur.executemany(
-                "INSERT INTO lgos_response_events (run_id, sequence_number, event) "
-                "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                [(run_id, int(event["sequence_number"]), Jsonb(event)) for event in events],
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                _APPEND_EVENTS,
+                {
+                    "run_id": run_id,
+                    "numbers": [int(event["sequence_number"]) for event in events],
+                    "events": [Jsonb(event) for event in events],
+                },
             )
 
     async def read(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
@@ -481,19 +548,40 @@ class PostgresResponseEventLog:
     async def wait(self, run_id: str, after: int, patience: float) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + patience
-        while loop.time() < deadline:
-            await asyncio.sleep(self.poll_interval)
-            async with (
-                self.pool.connection() as conn,
-                conn.cursor(row_factory=tuple_row) as cur,
-            ):
-                await cur.execute(
-                    "SELECT 1 FROM lgos_response_events "
-                    "WHERE run_id = %s AND sequence_number > %s LIMIT 1",
-                    (run_id, after),
-                )
-                if await cur.fetchone() is not None:
+        if self._listener is None:
+            # The pool's own connection string (a pool opened with a callable one gives None:
+            # its listener then never connects, and tails poll).
+            conninfo = self.pool.conninfo
+            self._listener = _EventListener(conninfo if isinstance(conninfo, str) else None)
+        listener = self._listener
+        listener.start()
+        with listener.waiting(run_id) as woken:
+            # Checked once the waiter is in place: an event written between the caller's last
+            # read and now sent its notification before anyone listened for it.
+            while not await self._has_events_after(run_id, after):
+                remaining = deadline - loop.time()
+                if remaining <= 0:
                     return
+                timeout = remaining if listener.listening else min(remaining, self.poll_interval)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), timeout)
+                if woken.is_set():
+                    return  # notified (or the listener changed state): the caller reads
+
+    async def _has_events_after(self, run_id: str, after: int) -> bool:
+        async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                "SELECT 1 FROM lgos_response_events "
+                "WHERE run_id = %s AND sequence_number > %s LIMIT 1",
+                (run_id, after),
+            )
+            return await cur.fetchone() is not None
+
+    async def close(self) -> None:
+        """Stop listening (the pool's owner calls this before closing the pool)."""
+        if self._listener is not None:
+            await self._listener.stop()
+            self._listener = None
 
     async def delete(self, run_ids: Iterable[str]) -> None:
         ids = list(run_ids)
@@ -501,3 +589,72 @@ class PostgresResponseEventLog:
             return
         async with self.pool.connection() as conn, conn.cursor() as cur:
             await cur.execute("DELETE FROM lgos_response_events WHERE run_id = ANY(%s)", (ids,))
+
+
+class _EventListener:
+    """One LISTEN session per process, shared by every tail: wakes the waiters of the run a
+    notification names. It reconnects by itself; while it is away `listening` is False, and
+    every waiter is woken whenever that changes, so none sleeps through the gap."""
+
+    def __init__(self, conninfo: str | None) -> None:
+        self.conninfo = conninfo
+        self.listening = False
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self.conninfo is not None and (self._task is None or self._task.done()):
+            self._task = asyncio.create_task(self._listen(), name="lgos-event-listener")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    @contextmanager
+    def waiting(self, run_id: str) -> Iterator[asyncio.Event]:
+        woken = asyncio.Event()
+        waiters = self._waiters.setdefault(run_id, set())
+        waiters.add(woken)
+        try:
+            yield woken
+        finally:
+            waiters.discard(woken)
+            if not waiters:
+                self._waiters.pop(run_id, None)
+
+    def _wake(self, run_id: str) -> None:
+        for woken in self._waiters.get(run_id, ()):
+            woken.set()
+
+    def _wake_all(self) -> None:
+        for waiters in self._waiters.values():
+            for woken in waiters:
+                woken.set()
+
+    async def _listen(self) -> None:
+        assert self.conninfo is not None
+        pause = _LISTEN_RETRY_SECONDS
+        while True:
+            try:
+                async with await AsyncConnection.connect(
+                    self.conninfo, autocommit=True, application_name="lgos event listener"
+                ) as conn:
+                    await conn.execute(f"LISTEN {_EVENTS_CHANNEL}")
+                    self.listening = True
+                    self._wake_all()  # events written while we were deaf: read them now
+                    pause = _LISTEN_RETRY_SECONDS
+                    async for notification in conn.notifies():
+                        self._wake(notification.payload)
+            except Exception as error:
+                logger.warning(
+                    "events.listen_failed", extra={"error.type": type(error).__qualname__}
+                )
+            finally:
+                if self.listening:
+                    self.listening = False
+                    self._wake_all()  # back to polling until the session is back
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _LISTEN_RETRY_MAX_SECONDS)

@@ -7,6 +7,7 @@ The worker side (`lgos.background.executor`) runs the job through `service.respo
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -175,9 +176,15 @@ class BackgroundResponses:
     async def _tail(
         self, run: BackgroundRun, log: ResponseEventLog, after: int
     ) -> AsyncGenerator[bytes]:
-        """Replay the events after `after`, then follow new ones to the terminal event."""
+        """Replay the events after `after`, then follow new ones to the terminal event.
+
+        The engine is asked whether the run ended at most every `STATUS_CHECK_SECONDS` (and
+        once at the start), not after every event: the log wakes the tail when events land.
+        """
         assert self.backend is not None
+        loop = asyncio.get_running_loop()
         last = after
+        next_check = loop.time()
         while True:
             events = await log.read(run.id, last)
             for event in events:
@@ -187,15 +194,18 @@ class BackgroundResponses:
                     return
             if events:
                 continue
-            current = await self.backend.get(run.id)
-            if current is None or current.terminal:
-                # The worker writes its terminal event before the engine records the end, so
-                # a log still without one here never gets one (cancelled, or its worker lost).
-                if await log.read(run.id, last):
-                    continue
-                yield named_event(_closing_event(current or run, last + 1))
-                return
-            await log.wait(run.id, last, STATUS_CHECK_SECONDS)
+            if loop.time() >= next_check:
+                current = await self.backend.get(run.id)
+                if current is None or current.terminal:
+                    # The worker writes its terminal event before the engine records the end,
+                    # so a log still without one here never gets one (cancelled, or its
+                    # worker lost).
+                    if await log.read(run.id, last):
+                        continue
+                    yield named_event(_closing_event(current or run, last + 1))
+                    return
+                next_check = loop.time() + STATUS_CHECK_SECONDS
+            await log.wait(run.id, last, max(0.0, next_check - loop.time()))
 
 
 def _closing_event(run: BackgroundRun, sequence: int) -> dict[str, Any]:
