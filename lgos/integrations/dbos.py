@@ -83,8 +83,10 @@ WORKFLOW_NAME = "lgos.background_response"
 STEP_NAME = "lgos.run_graph"
 QUEUE_NAME = "lgos-background"
 MAX_RECOVERY_ATTEMPTS = 5
-# How often a worker looks for new runs (DBOS polls its queue table).
-QUEUE_POLLING_INTERVAL_SECONDS = 0.2
+# How often a worker looks for new runs by default (DBOS polls its queue table; it has no
+# notification for a new queued workflow). Each look is one short transaction per worker;
+# a new run waits half the interval on average (`LGOS_WORKER_QUEUE_POLL_SECONDS`).
+QUEUE_POLLING_INTERVAL_SECONDS = 0.05
 _RUN_NAMESPACE = uuid.UUID("3f4f9a2e-55f1-4b7e-9d8a-1c2b3d4e5f60")
 # The `application_name` of every database session of one worker process.
 WORKER_APPLICATION_PREFIX = "lgos-worker "
@@ -296,6 +298,7 @@ class DBOSWorker:
         recovery_interval: float,
         retention: timedelta,
         lease_seconds: float = 30.0,
+        queue_polling_interval: float = QUEUE_POLLING_INTERVAL_SECONDS,
         incarnation: str | None = None,
         retention_interval: float = 3600.0,
     ) -> None:
@@ -307,6 +310,7 @@ class DBOSWorker:
         self.retention = retention
         self.retention_interval = retention_interval
         self.lease_seconds = lease_seconds
+        self.queue_polling_interval = queue_polling_interval
         # This process, as opposed to the executor id a restarted worker reuses.
         self.incarnation = incarnation or uuid.uuid4().hex[:16]
         self._client: DBOSClient | None = None
@@ -349,7 +353,7 @@ class DBOSWorker:
             await DBOS.register_queue_async(
                 QUEUE_NAME,
                 worker_concurrency=self.slots,
-                polling_interval_sec=QUEUE_POLLING_INTERVAL_SECONDS,
+                polling_interval_sec=self.queue_polling_interval,
                 on_conflict="always_update",
             )
             self._client = await asyncio.to_thread(

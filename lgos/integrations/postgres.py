@@ -639,9 +639,7 @@ class _EventListener:
         pause = _LISTEN_RETRY_SECONDS
         while True:
             try:
-                async with await AsyncConnection.connect(
-                    self.conninfo, autocommit=True, application_name="lgos event listener"
-                ) as conn:
+                async with await AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {_EVENTS_CHANNEL}")
                     self.listening = True
                     self._wake_all()  # events written while we were deaf: read them now

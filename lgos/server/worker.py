@@ -49,6 +49,9 @@ class WorkerSettings(BaseSettings):
     # How long a worker that stops making progress (dead, stopped, cut off) keeps its runs
     # before another worker takes them over (DBOS). Longer than a database restart takes.
     LEASE_SECONDS: float = Field(default=30.0, ge=2)
+    # How often a DBOS worker looks in its queue for new runs (DBOS has no queue
+    # notifications: a new run waits half of this on average before a worker picks it up).
+    QUEUE_POLL_SECONDS: float = Field(default=0.05, gt=0, le=60)
 
     def executor_id(self) -> str:
         return self.ID or f"{socket.gethostname()}-{os.getpid()}"
@@ -122,6 +125,7 @@ async def _run_dbos(
             slots=settings.WORKER_SLOTS,
             recovery_interval=worker_settings.RECOVERY_INTERVAL_SECONDS,
             lease_seconds=worker_settings.LEASE_SECONDS,
+            queue_polling_interval=worker_settings.QUEUE_POLL_SECONDS,
             incarnation=incarnation,
             retention=timedelta(days=settings.BACKGROUND_RETENTION_DAYS),
         )
