@@ -152,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--smoke", action="store_true", help="tiny counts: proves it runs (CI)")
     parser.add_argument(
         "--targets",
-        default="bare,lgos,reference",
-        help="comma-separated, in interleaving order (default: bare,lgos,reference)",
+        default="bare,lgos,lgos-nostore,reference",
+        help="comma-separated, in interleaving order (default: bare,lgos,lgos-nostore,reference; "
+        "lgos-nostore is lgos with LGOS_STORE_RESPONSES=false)",
     )
     parser.add_argument(
         "--out",
@@ -169,17 +170,22 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     names = [name.strip() for name in args.targets.split(",") if name.strip()]
-    unknown = set(names) - {"bare", "lgos", "reference"}
+    unknown = set(names) - {"bare", "lgos", "lgos-nostore", "reference"}
     if unknown:
         parser.error(f"unknown targets: {', '.join(sorted(unknown))}")
-    if "lgos" in names and not targets.lgos_available():
-        print("lgos is not importable here; skipping the lgos target", file=sys.stderr)
-        names.remove("lgos")
+    if not targets.lgos_available():
+        for name in ("lgos", "lgos-nostore"):
+            if name in names:
+                print(f"lgos is not importable here; skipping the {name} target", file=sys.stderr)
+                names.remove(name)
     if names[0] != "bare":
         parser.error("the first target must be bare: every ratio is against it")
     server_core, client_core = targets.cores()
     argvs = targets.commands(names)
-    servers = [targets.Target(name, argvs[name], server_core) for name in names]
+    servers = [
+        targets.Target(name, argvs[name], server_core, env=targets.ENVIRONMENTS.get(name, {}))
+        for name in names
+    ]
 
     started = time.time()
     load_before = os.getloadavg()[0]

@@ -14,7 +14,12 @@ from typing import Any
 
 from benchmarks import load, targets
 
-COLORS = {"bare": "#9e9e9e", "lgos": "#2e7d32", "reference": "#ef6c00"}
+COLORS = {
+    "bare": "#9e9e9e",
+    "lgos": "#2e7d32",
+    "lgos-nostore": "#81c784",
+    "reference": "#ef6c00",
+}
 NON_STREAM_METRICS = (
     ("cpu_ms", "server CPU / request (ms)"),
     ("rps", "requests/s"),
@@ -290,8 +295,36 @@ def markdown(results: Results, meta: dict[str, str]) -> str:
             lines.append(
                 f"| {scenario} | {name} | " + " | ".join(f"{r:.2f}" for r in ratios) + " |"
             )
+    lines += _storing(results)
     lines += ["", "![Benchmark ratios](img/benchmarks.png)", "", *_method(meta)]
     return "\n".join(lines)
+
+
+def _storing(results: Results) -> list[str]:
+    """What keeping every Response costs: lgos (store on by default) against lgos-nostore."""
+    names = results.targets()
+    if "lgos" not in names or "lgos-nostore" not in names:
+        return []
+    lines = [
+        "",
+        "## Cost of storing Responses",
+        "",
+        "Server CPU per request of `lgos` (every Response stored, the default) and "
+        "`lgos-nostore` (`LGOS_STORE_RESPONSES=false`), in memory. Chat Completions never "
+        "stores, so its rows show the noise of the run.",
+        "",
+        "| scenario | store on (ms) | store off (ms) | difference |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for scenario in results.runs:
+        stored = results.median(scenario, "lgos", "cpu_ms")
+        unstored = results.median(scenario, "lgos-nostore", "cpu_ms")
+        if stored is None or unstored is None:
+            continue
+        lines.append(
+            f"| {scenario} | {_fmt(stored)} | {_fmt(unstored)} | {stored - unstored:+.2f} ms |"
+        )
+    return lines
 
 
 def _method(meta: dict[str, str]) -> list[str]:
@@ -306,7 +339,10 @@ def _method(meta: dict[str, str]) -> list[str]:
         "- **bare** (`benchmarks/bare.py`): a FastAPI app with two plain routes that decode only "
         "model, stream and the last user text, call `ainvoke` or `astream(stream_mode="
         '"messages")` and write minimal OpenAI-shaped JSON or SSE. The floor.',
-        "- **lgos**: `lgos serve benchmarks.graphs:create_registry`, in-memory defaults.",
+        "- **lgos**: `lgos serve benchmarks.graphs:create_registry`, in-memory defaults "
+        "(Responses are stored: `store` defaults to true).",
+        "- **lgos-nostore** (when run): the same with `LGOS_STORE_RESPONSES=false`; the "
+        "difference to **lgos** on the Responses rows is the cost of storing.",
         f"- **reference**: `langgraph-openai-serve` {targets.REFERENCE_VERSION}'s own "
         "`lgos serve benchmarks.graphs:create_reference_registry`, installed in its own "
         "environment (`benchmarks/.venv-reference`, never a project dependency).",

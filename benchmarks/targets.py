@@ -90,6 +90,14 @@ def commands(names: list[str]) -> dict[str, list[str]]:
             "serve",
             "benchmarks.graphs:create_registry",
         ],
+        # The same server with `store` off by default: what keeping every Response costs.
+        "lgos-nostore": lambda: [
+            sys.executable,
+            "-c",
+            "import sys; from lgos.cli import main; sys.argv[0] = 'lgos'; sys.exit(main())",
+            "serve",
+            "benchmarks.graphs:create_registry",
+        ],
         "reference": lambda: [
             str(ensure_reference_env()),
             "serve",
@@ -97,6 +105,10 @@ def commands(names: list[str]) -> dict[str, list[str]]:
         ],
     }
     return {name: argvs[name]() for name in names}
+
+
+# Environment of each target beyond the benchmark's own.
+ENVIRONMENTS = {"lgos-nostore": {"LGOS_STORE_RESPONSES": "false"}}
 
 
 def _free_port() -> int:
@@ -115,6 +127,7 @@ class Target:
     port: int = field(default_factory=_free_port)
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -127,6 +140,7 @@ class Target:
             self.process = subprocess.Popen(
                 [*self.argv, *UVICORN_FLAGS, "--port", str(self.port)],
                 cwd=REPO,
+                env={**os.environ, **self.env} if self.env else None,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 preexec_fn=(lambda: os.sched_setaffinity(0, {core})) if core is not None else None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx2
 import pytest
@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from openai import AsyncOpenAI
 
 from lgos import InMemoryBackgroundBackend, LanggraphOpenaiServe
+from tests.support import hatchet
 from tests.support.graphs import Probe, build_registry
 
 
@@ -18,6 +19,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     session once a test asks for it, and it keeps an event loop running in the main thread, so
     every async test after it would fail to start its own loop."""
     items.sort(key=lambda item: "playwright" in getattr(item, "fixturenames", ()))
+
+
+@pytest.fixture(scope="session")
+def hatchet_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Client settings of a real Hatchet engine (started once per session unless one is
+    configured), shared by every test package that runs on Hatchet."""
+    reason = hatchet.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with hatchet.running_engine(tmp_path_factory.mktemp("hatchet")) as settings:
+        yield settings
 
 
 @pytest.fixture

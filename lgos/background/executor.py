@@ -88,11 +88,22 @@ class DurableRuns:
 def _prepare(
     job: BackgroundJob, engine_run_id: str, registry: GraphRegistry
 ) -> responses.PreparedResponse:
+    decoded = responses_decoder.decode(job.request)
+    if job.history:
+        decoded = decoded.with_history(job.history, replay_from=job.replay_from)
+    turn = responses.Turn(
+        store=True,
+        history=tuple(job.history),
+        conversation_id=decoded.conversation_id,
+        checkpoint_id=job.checkpoint_id,
+        replay_from=job.replay_from,
+    )
     prepared = responses.prepare(
         registry,
-        responses_decoder.decode(job.request),
+        decoded,
         response_id=str(ids.RunResponseId(job.run_id, engine_run_id)),
         run_id=job.run_id,
+        turn=turn,
     )
     # Every snapshot of the Response, queued or final, shows when it was created.
     echo = dataclasses.replace(prepared.echo, created_at=job.created_at)

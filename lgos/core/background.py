@@ -69,6 +69,12 @@ class BackgroundJob(BaseModel):
     # The request fields every snapshot of the Response echoes, so a poll of an unfinished run
     # builds its Response without decoding the request again (empty in jobs of older versions).
     echo: dict[str, Any] = Field(default_factory=dict)
+    # A turn of a stored conversation (lgos.service.stateful): the items before the input,
+    # the index from which the graph receives them as messages, and for a thread-keeping
+    # graph the checkpoint to start from.
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    replay_from: int = 0
+    checkpoint_id: str | None = None
 
     @property
     def model(self) -> str:

@@ -22,6 +22,10 @@ class GraphFeature(StrEnum):
 
     BACKGROUND = "background"
     INTERRUPTS = "interrupts"
+    # The graph keeps its own state on a LangGraph thread: a conversation (by
+    # `previous_response_id` or `conversation`) runs every turn on one thread and sends only
+    # the new input. Needs the checkpointer, like INTERRUPTS.
+    THREADS = "threads"
 
 
 # A compiled LangGraph graph (StateGraph.compile() returns a Pregel subclass).
@@ -90,6 +94,15 @@ class GraphConfig:
     def supports(self, feature: GraphFeature) -> bool:
         return feature in self.features
 
+    @property
+    def keeps_thread(self) -> bool:
+        return GraphFeature.THREADS in self.features
+
+    @property
+    def checkpointed(self) -> bool:
+        """Runs under a lease on a checkpoint thread (pausable, or keeping state)."""
+        return bool({GraphFeature.INTERRUPTS, GraphFeature.THREADS} & self.features)
+
     async def resolve_graph(self) -> CompiledGraph:
         if isinstance(self.graph, Pregel):
             return self.graph
@@ -104,22 +117,23 @@ class GraphConfig:
 
 def check_compiled_graph(graph: CompiledGraph, features: frozenset[GraphFeature]) -> None:
     """Reject graphs whose persistence does not match their declared features."""
-    wants_interrupts = GraphFeature.INTERRUPTS in features
+    wants_checkpointer = bool({GraphFeature.INTERRUPTS, GraphFeature.THREADS} & features)
     if graph.interrupt_before_nodes or graph.interrupt_after_nodes:
         raise ConfigurationError(
             "static breakpoints (interrupt_before/after) are not supported; call interrupt()"
         )
     checkpointer = graph.checkpointer
-    if wants_interrupts:
+    if wants_checkpointer:
         if checkpointer is None or checkpointer is True or checkpointer is False:
             raise ConfigurationError(
-                "a graph with GraphFeature.INTERRUPTS must be compiled with a checkpointer "
-                "(use resources.checkpointer)"
+                "a graph with GraphFeature.INTERRUPTS or THREADS must be compiled with a "
+                "checkpointer (use resources.checkpointer)"
             )
     elif checkpointer not in (None, False):
         # An implicit checkpointer costs a write per step and keeps state nobody can resume.
         raise ConfigurationError(
-            "only graphs declaring GraphFeature.INTERRUPTS may be compiled with a checkpointer"
+            "only graphs declaring GraphFeature.INTERRUPTS or THREADS may be compiled with a "
+            "checkpointer"
         )
 
 
@@ -140,10 +154,10 @@ class GraphRegistry:
                 raise ConfigurationError(f"model id {model!r}: {problem}")
             if not isinstance(config, GraphConfig):
                 raise ConfigurationError(f"model {model!r}: expected a GraphConfig")
-            if config.supports(GraphFeature.INTERRUPTS) and self.run_coordinator is None:
+            if config.checkpointed and self.run_coordinator is None:
                 raise ConfigurationError(
-                    f"model {model!r} declares interrupts, so the registry needs a run_coordinator "
-                    "(use resources.run_coordinator)"
+                    f"model {model!r} declares interrupts or threads, so the registry needs a "
+                    "run_coordinator (use resources.run_coordinator)"
                 )
         self._sorted_ids = tuple(sorted(self.graphs))
 

@@ -80,6 +80,8 @@ class Finished:
     text: str
     usage: Usage = Usage()
     citations: tuple[Citation, ...] = ()
+    # A thread-keeping graph's checkpoint at the end of the run (the next turn starts there).
+    checkpoint_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,7 @@ class Interrupted:
     interrupts: tuple[PendingInterrupt, ...]
     text: str
     usage: Usage = Usage()
+    checkpoint_id: str | None = None
 
 
 RunEvent = TextDelta | Commentary | Finished | Interrupted

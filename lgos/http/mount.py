@@ -7,7 +7,9 @@ from fastapi import FastAPI
 from lgos.core.background import BackgroundBackend
 from lgos.core.errors import ConfigurationError
 from lgos.core.registry import GraphRegistry
-from lgos.http.routes import OpenAIRoutes, OwnerScopeResolver, RequestLimits
+from lgos.core.stored import ResponseStore
+from lgos.http.body import RequestLimits
+from lgos.http.routes import OpenAIRoutes, OwnerScopeResolver
 
 
 class LanggraphOpenaiServe:
@@ -17,6 +19,9 @@ class LanggraphOpenaiServe:
     authenticated tenant): it separates interrupt checkpoints and authorizes background
     retrieve/cancel. It defaults to one shared scope. `checkpoint_scope` is the same
     resolver under the reference design's name; pass one or the other.
+
+    `store` keeps stored Responses and Conversations (in this process's memory when None);
+    `store_by_default` is what an omitted `store` means (OpenAI's default: true).
     """
 
     def __init__(
@@ -29,13 +34,21 @@ class LanggraphOpenaiServe:
         owner_scope: OwnerScopeResolver | None = None,
         ping_interval: float = 15.0,
         limits: RequestLimits | None = None,
+        store: ResponseStore | None = None,
+        store_by_default: bool = True,
     ) -> None:
         if owner_scope is not None and checkpoint_scope is not None:
             raise ConfigurationError("pass owner_scope or checkpoint_scope, not both")
         self.registry = registry
         self.app = app if app is not None else FastAPI(title="LGOS")
         self.routes = OpenAIRoutes(
-            registry, owner_scope or checkpoint_scope, background, ping_interval, limits
+            registry,
+            owner_scope or checkpoint_scope,
+            background,
+            ping_interval,
+            store=store,
+            store_by_default=store_by_default,
+            limits=limits,
         )
         self.app.state.graph_registry = registry
 

@@ -3,39 +3,36 @@ because this code sits in front of every token a graph produces."""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import re
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from pydantic_core import to_json
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from lgos.core import log_fields
 from lgos.core.background import BackgroundBackend
-from lgos.core.errors import (
-    InvalidRequestError,
-    LgosError,
-    NotFoundError,
-    PayloadTooLargeError,
-    RequestTimeoutError,
-)
+from lgos.core.errors import LgosError, NotFoundError
 from lgos.core.registry import GraphRegistry
+from lgos.core.stored import ResponseStore
+from lgos.core.stored_memory import InMemoryResponseStore
+from lgos.http.body import RequestLimits, json_body
 from lgos.http.request_log import LoggedResponse
+from lgos.http.stateful import ConversationRoutes, StatefulRoutes
 from lgos.http.streaming import EventStreamResponse
 from lgos.service import chat, responses
 from lgos.service.background import BackgroundResponses
+from lgos.service.conversations import Conversations
+from lgos.service.stateful import StatefulResponses
 from lgos.wire import chat_decoder, responses_decoder
 from lgos.wire import models as models_wire
-from lgos.wire.decoding import parse_json_object
 from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE, error_body
 
 logger = logging.getLogger("lgos.http")
@@ -45,23 +42,9 @@ OwnerScopeResolver = Callable[[Request], str | Awaitable[str]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 _SANE_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
+CONVERSATION_ITEM = "/conversations/{conversation_id}/items/{item_id}"
 # Frames wait this long for a run's first event before the stream is committed.
 FIRST_EVENT_PATIENCE_SECONDS = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class RequestLimits:
-    """What one request may send (ServerSettings.MAX_BODY_BYTES, BODY_TIMEOUT_SECONDS)."""
-
-    max_body_bytes: int = 4 * 1024 * 1024
-    body_timeout_seconds: float = 60.0
-
-
-class ClientGoneError(LgosError):
-    """The client hung up while sending its body: nobody will read the reply."""
-
-    def __init__(self) -> None:
-        super().__init__("The client closed the connection.", code="client_disconnected")
 
 
 class JSON(Response):
@@ -131,39 +114,6 @@ def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
     return handle
 
 
-async def json_body(request: Request, limits: RequestLimits) -> dict[str, Any]:
-    content_type = request.headers.get("content-type", "")
-    if content_type.split(";", 1)[0].strip().lower() != "application/json":
-        raise InvalidRequestError(
-            "Invalid Content-Type header: send the request body as application/json.",
-            code="invalid_content_type",
-        )
-    return parse_json_object(await read_body(request, limits))
-
-
-async def read_body(request: Request, limits: RequestLimits) -> bytes:
-    """The body, refused before it is buffered when it is larger than the limit (declared or
-    actual) or slower than the body timeout."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.max_body_bytes:
-        raise PayloadTooLargeError(limits.max_body_bytes)
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async with asyncio.timeout(limits.body_timeout_seconds):
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limits.max_body_bytes:
-                    raise PayloadTooLargeError(limits.max_body_bytes)
-                chunks.append(chunk)
-    except TimeoutError:
-        raise RequestTimeoutError(limits.body_timeout_seconds) from None
-    except ClientDisconnect:
-        logger.info("http.request.client_disconnected")
-        raise ClientGoneError() from None
-    return b"".join(chunks)
-
-
 # The owner scope of every request when the host names none.
 SHARED_OWNER_SCOPE = "default"
 
@@ -177,13 +127,27 @@ class OpenAIRoutes:
         owner_scope: OwnerScopeResolver | None,
         background: BackgroundBackend | None,
         ping_interval: float = 15.0,
+        store: ResponseStore | None = None,
+        store_by_default: bool = True,
         limits: RequestLimits | None = None,
     ) -> None:
         self.registry = registry
         self.limits = limits or RequestLimits()
         self.owner_scope = owner_scope
         self.ping_interval = ping_interval
-        self.background = BackgroundResponses(registry, background)
+        self.stateful = StatefulResponses(
+            store if store is not None else InMemoryResponseStore(),
+            registry,
+            background,
+            store_by_default=store_by_default,
+        )
+        self.background = BackgroundResponses(registry, background, stateful=self.stateful)
+        self.stored = StatefulRoutes(
+            self.stateful, self.retrieve_response, self.cancel_response, self.scope, ping_interval
+        )
+        self.conversations = ConversationRoutes(
+            Conversations(self.stateful, registry), self.scope, self.limits
+        )
 
     async def scope(self, request: Request) -> str:
         if self.owner_scope is None:
@@ -229,15 +193,35 @@ class OpenAIRoutes:
             return self._send(
                 await self.background.create(decoded, owner_scope=scope, idempotency_key=key)
             )
-        prepared = responses.prepare(self.registry, decoded)
-        log_fields.add(response_id=prepared.echo.id, run_id=prepared.plan.run_id)
         scope = await self.scope(request)
+        decoded, turn = await self.stateful.resolve(decoded, scope)
+        prepared = responses.prepare(self.registry, decoded, turn=turn)
+        log_fields.add(response_id=prepared.echo.id, run_id=prepared.plan.run_id)
         if decoded.stream:
             frames = await responses.open_stream(
-                self.registry, prepared, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
+                self.registry,
+                prepared,
+                scope=scope,
+                patience=FIRST_EVENT_PATIENCE_SECONDS,
+                on_end=self._stream_end(prepared, scope),
             )
             return EventStreamResponse(frames, ping_interval=self.ping_interval)
-        return JSON(await responses.create(self.registry, prepared, scope=scope))
+        response, checkpoint_id = await responses.run(self.registry, prepared, scope=scope)
+        await self.stateful.remember(prepared, scope, response, checkpoint_id=checkpoint_id)
+        return JSON(response)
+
+    def _stream_end(self, prepared: responses.PreparedResponse, scope: str) -> Any:
+        turn = prepared.turn
+        if not (turn.store or turn.conversation_id or prepared.plan.keep_thread):
+            return None
+
+        async def remember(events: list[dict[str, Any]], checkpoint_id: str | None) -> None:
+            response = events[-1]["response"]
+            await self.stateful.remember(
+                prepared, scope, response, checkpoint_id=checkpoint_id, events=events
+            )
+
+        return remember
 
     async def retrieve_response(self, request: Request) -> Response:
         query = responses_decoder.decode_retrieve_query(request.query_params)
@@ -270,8 +254,18 @@ class OpenAIRoutes:
             ("/models/{model_id:path}", self.get_model, ["GET"]),
             ("/chat/completions", self.chat_completions, ["POST"]),
             ("/responses", self.create_response, ["POST"]),
-            ("/responses/{response_id}", self.retrieve_response, ["GET"]),
-            ("/responses/{response_id}/cancel", self.cancel_response, ["POST"]),
+            ("/responses/{response_id}", self.stored.retrieve, ["GET"]),
+            ("/responses/{response_id}", self.stored.delete, ["DELETE"]),
+            ("/responses/{response_id}/input_items", self.stored.input_items, ["GET"]),
+            ("/responses/{response_id}/cancel", self.stored.cancel, ["POST"]),
+            ("/conversations", self.conversations.create, ["POST"]),
+            ("/conversations/{conversation_id}", self.conversations.retrieve, ["GET"]),
+            ("/conversations/{conversation_id}", self.conversations.update, ["POST"]),
+            ("/conversations/{conversation_id}", self.conversations.delete, ["DELETE"]),
+            ("/conversations/{conversation_id}/items", self.conversations.list_items, ["GET"]),
+            ("/conversations/{conversation_id}/items", self.conversations.add_items, ["POST"]),
+            (CONVERSATION_ITEM, self.conversations.get_item, ["GET"]),
+            (CONVERSATION_ITEM, self.conversations.delete_item, ["DELETE"]),
             ("/health", self.health, ["GET"]),
             ("/version", self.version, ["GET"]),
             ("/{path:path}", self.unknown_route, ["GET", "POST", "PUT", "PATCH", "DELETE"]),

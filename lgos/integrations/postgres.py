@@ -105,6 +105,49 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, sequence_number)
     )
     """,
+    # Stored Responses and Conversations (lgos.integrations.postgres_stored).
+    """
+    CREATE TABLE IF NOT EXISTS lgos_responses (
+        id text PRIMARY KEY,
+        owner_scope text NOT NULL,
+        created_at bigint NOT NULL,
+        record jsonb NOT NULL
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS lgos_responses_created_at_idx ON lgos_responses (created_at)",
+    """
+    CREATE TABLE IF NOT EXISTS lgos_deleted_responses (
+        id text PRIMARY KEY,
+        deleted_at bigint NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS lgos_conversations (
+        id text PRIMARY KEY,
+        owner_scope text NOT NULL,
+        updated_at bigint NOT NULL,
+        record jsonb NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS lgos_conversation_items (
+        conversation_id text NOT NULL,
+        position bigserial NOT NULL,
+        item_id text NOT NULL,
+        item jsonb NOT NULL,
+        PRIMARY KEY (conversation_id, position)
+    )
+    """,
+    """
+    CREATE INDEX IF NOT EXISTS lgos_conversation_items_item_idx
+    ON lgos_conversation_items (conversation_id, item_id)
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS lgos_threads (
+        thread_id text PRIMARY KEY,
+        used_at bigint NOT NULL
+    )
+    """,
 )
 
 _LOCK_POLL_SECONDS = 0.2

@@ -1,11 +1,14 @@
-"""Expiry of abandoned pauses: delete the checkpoints of runs paused longer than a TTL."""
+"""Expiry: delete the checkpoints of runs paused longer than a TTL, and the stored Responses,
+Conversations and kept threads older than the retention period."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from lgos.core.coordinator import RunCoordinator
 from lgos.core.errors import RunBusyError
+from lgos.core.stored import ResponseStore
 
 
 async def delete_expired_interrupt_runs(
@@ -44,3 +47,22 @@ async def delete_expired_interrupt_runs(
                 continue
         if len(keys) < batch_size or not progressed:
             return deleted
+
+
+async def expire_stored_responses(
+    store: ResponseStore, checkpointer: Any, *, older_than: timedelta, batch_size: int = 500
+) -> int:
+    """The retention sweep: delete Responses and Conversations older than `older_than`, and
+    the checkpoints of kept threads unused that long. Returns how many records went."""
+    cutoff = int((datetime.now(UTC) - older_than).timestamp())
+    total = 0
+    while True:
+        deleted, threads = await store.expire(cutoff, batch_size)
+        remove = getattr(checkpointer, "adelete_thread", None)
+        for thread_id in threads:
+            if remove is not None:
+                await remove(thread_id)
+            await store.forget_thread(thread_id)
+        total += deleted
+        if deleted < batch_size and len(threads) < batch_size:
+            return total

@@ -16,6 +16,7 @@ so a client retrying the request gets the failure again, not "already answered".
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -98,29 +99,44 @@ async def run_checkpointed(
     streaming: bool,
     resume: Resume | None = None,
     continue_existing: bool = False,
+    checkpoint_id: str | None = None,
+    turn_id: str | None = None,
+    keep_thread: bool = False,
 ) -> AsyncIterator[RunEvent]:
     """Run a checkpointed graph under its lease; pause, finish or clean up.
 
     `continue_existing` resumes a run whose worker died: if the checkpoint has work left, it
     continues from there instead of starting over.
+
+    With `keep_thread` (a GraphFeature.THREADS graph in a stored conversation) the run id
+    names the conversation's thread: its checkpoints outlive the run (they are the
+    conversation's state), a new turn starts from `checkpoint_id` (where the previous turn
+    ended: continuing an older Response forks the thread there), and the terminal event
+    carries the checkpoint the run ended on.
     """
     graph = await config.resolve_graph()
-    checkpointing = Checkpointing(run_id, checkpoint_thread_id(scope, request.model, run_id))
-    key = checkpointing.thread_id
+    keep = keep_thread
+    latest = Checkpointing(
+        run_id, checkpoint_thread_id(scope, request.model, run_id), turn_id=turn_id
+    )
+    key = latest.thread_id
     async with coordinator.lease(key):
         graph_input: Any = None  # None continues from the checkpoint
+        checkpointing = latest
         paused: _PauseRecord | None = None
-        if continue_existing and await _has_pending_work(graph, config, request, checkpointing):
+        if continue_existing and await _has_pending_work(
+            graph, config, request, latest, turn_id if keep else None
+        ):
             # A worker died mid-run (after applying the answer, if any): pick up where it was.
             pass
         elif resume is not None:
-            state = await graph.aget_state(
-                runnable_config(config, request, checkpointing), subgraphs=True
-            )
+            state = await graph.aget_state(runnable_config(config, request, latest), subgraphs=True)
             graph_input = _resume_command(state, resume)
             paused = await _record_pause(graph, state)
         else:
             graph_input = config.request_to_input(request)
+            if keep and checkpoint_id is not None:
+                checkpointing = dataclasses.replace(latest, checkpoint_id=checkpoint_id)
         ended = False
         try:
             async for event in run_graph(
@@ -131,7 +147,14 @@ async def run_checkpointed(
                 graph_input=graph_input,
                 graph=graph,
             ):
-                if isinstance(event, Interrupted):
+                if keep and isinstance(event, Interrupted | Finished):
+                    # The thread is the conversation's: it lives as long as its Responses and
+                    # Conversation, not as a pause that expires.
+                    await coordinator.mark_done(key)
+                    ended = True
+                    ended_on = await _latest_checkpoint(graph, config, request, latest)
+                    event = dataclasses.replace(event, checkpoint_id=ended_on)
+                elif isinstance(event, Interrupted):
                     await coordinator.mark_paused(key)
                     ended = True
                 elif isinstance(event, Finished):
@@ -144,6 +167,9 @@ async def run_checkpointed(
                 raise
             if paused is None:
                 # A new run that failed or was cancelled before it paused: nobody can resume it.
+                # A kept thread stays: its next turn starts from the last good checkpoint.
+                if keep:
+                    raise
                 await _delete_quietly(graph, coordinator, key)
                 raise
             refused = await _after_failed_resume(graph, coordinator, key, paused, resume, error)
@@ -314,15 +340,31 @@ def _refused_param(paused: _PauseRecord, resume: Resume, failed_tasks: set[str])
 
 
 async def _has_pending_work(
-    graph: CompiledGraph, config: GraphConfig, request: GraphRequest, checkpointing: Checkpointing
+    graph: CompiledGraph,
+    config: GraphConfig,
+    request: GraphRequest,
+    checkpointing: Checkpointing,
+    turn_id: str | None,
 ) -> bool:
+    """Work left by this run. On a kept thread only this turn's checkpoints count: a failed
+    earlier turn also leaves work behind, which is not this turn's to finish."""
     state = await graph.aget_state(runnable_config(config, request, checkpointing))
+    if turn_id is not None and (state.metadata or {}).get("lgos.turn") != turn_id:
+        return False
     # A task error means the run failed (or was cancelled), not that its worker died.
     return (
         bool(state.next)
         and not state.interrupts
         and not any(task.error is not None for task in state.tasks)
     )
+
+
+async def _latest_checkpoint(
+    graph: CompiledGraph, config: GraphConfig, request: GraphRequest, checkpointing: Checkpointing
+) -> str | None:
+    state = await graph.aget_state(runnable_config(config, request, checkpointing))
+    checkpoint_id = (state.config or {}).get("configurable", {}).get("checkpoint_id")
+    return str(checkpoint_id) if checkpoint_id else None
 
 
 async def _delete(graph: CompiledGraph, coordinator: RunCoordinator, key: str) -> None:

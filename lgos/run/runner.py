@@ -45,6 +45,10 @@ class Checkpointing:
 
     run_id: str
     thread_id: str
+    # A thread-keeping graph's new turn starts from this checkpoint (None: the latest), and
+    # its checkpoints are tagged with the turn (the Response id).
+    checkpoint_id: str | None = None
+    turn_id: str | None = None
 
 
 def runnable_config(
@@ -58,6 +62,10 @@ def runnable_config(
     if checkpointing is not None:
         configurable["thread_id"] = checkpointing.thread_id
         metadata["lgos.run_id"] = checkpointing.run_id
+        if checkpointing.checkpoint_id is not None:
+            configurable["checkpoint_id"] = checkpointing.checkpoint_id
+        if checkpointing.turn_id is not None:
+            metadata["lgos.turn"] = checkpointing.turn_id
     if request.conversation_id:
         metadata["langfuse_session_id"] = request.conversation_id
     run_config = RunnableConfig(

@@ -9,21 +9,23 @@ import inspect
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import timedelta
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
 from uvicorn.importer import ImportFromStringError, import_from_string
 
 from lgos.core.background import BackgroundBackend
 from lgos.core.errors import ConfigurationError
 from lgos.core.registry import GraphFeature, GraphRegistry
+from lgos.http.body import RequestLimits
 from lgos.http.errors import install_error_envelopes
 from lgos.http.mount import LanggraphOpenaiServe
-from lgos.http.routes import RequestLimits
-from lgos.run.expiry import delete_expired_interrupt_runs
+from lgos.run.expiry import delete_expired_interrupt_runs, expire_stored_responses
 from lgos.server.resources import ServerResources, open_resources
 from lgos.server.settings import ServerSettings
 
@@ -99,21 +101,32 @@ def require_postgres(settings: ServerSettings) -> str:
     return settings.POSTGRES_URI
 
 
-async def sweep_expired_interrupts(
-    registry: GraphRegistry, resources: ServerResources, settings: ServerSettings
+async def sweep_every(
+    interval_minutes: float, name: str, sweep: Callable[[], Awaitable[int]]
 ) -> None:
-    interval = settings.INTERRUPT_SWEEP_INTERVAL_MINUTES * 60
-    ttl = timedelta(minutes=settings.INTERRUPT_TTL_MINUTES)
+    """Run one expiry sweep every interval for the life of the server; a failed sweep is
+    logged and tried again next time."""
     while True:
-        await asyncio.sleep(interval)
+        await asyncio.sleep(interval_minutes * 60)
         try:
-            deleted = await delete_expired_interrupt_runs(
-                resources.checkpointer, resources.run_coordinator, older_than=ttl
-            )
+            deleted = await sweep()
             if deleted:
-                logger.info("server.interrupt_expiry.deleted", extra={"deleted": deleted})
+                logger.info(f"server.{name}.deleted", extra={"deleted": deleted})
         except Exception:
-            logger.exception("server.interrupt_expiry.failed")
+            logger.exception(f"server.{name}.failed")
+
+
+def sweep_expired_interrupts(
+    resources: ServerResources, settings: ServerSettings
+) -> Coroutine[Any, Any, None]:
+    ttl = timedelta(minutes=settings.INTERRUPT_TTL_MINUTES)
+    return sweep_every(
+        settings.INTERRUPT_SWEEP_INTERVAL_MINUTES,
+        "interrupt_expiry",
+        lambda: delete_expired_interrupt_runs(
+            resources.checkpointer, resources.run_coordinator, older_than=ttl
+        ),
+    )
 
 
 FD_CHECK_SECONDS = 1.0
@@ -169,6 +182,29 @@ def _open_file_descriptors(limit: int) -> int | None:
         return None
 
 
+def header_scope(header: str | None) -> Callable[[Request], str] | None:
+    if header is None:
+        return None
+
+    def scope(request: Request) -> str:
+        return request.headers.get(header) or "default"
+
+    return scope
+
+
+def sweep_stored_responses(
+    resources: ServerResources, settings: ServerSettings
+) -> Coroutine[Any, Any, None]:
+    store = resources.response_store
+    assert store is not None
+    retention = timedelta(days=settings.RESPONSE_RETENTION_DAYS)
+    return sweep_every(
+        settings.RESPONSE_SWEEP_INTERVAL_MINUTES,
+        "response_retention",
+        lambda: expire_stored_responses(store, resources.checkpointer, older_than=retention),
+    )
+
+
 def create_app(
     factory: RegistryFactory | str,
     *,
@@ -203,16 +239,21 @@ def create_app(
                 body_timeout_seconds=settings.BODY_TIMEOUT_SECONDS,
             )
             LanggraphOpenaiServe(
-                registry, app, background=background, limits=limits
+                registry,
+                app,
+                owner_scope=header_scope(settings.SCOPE_HEADER),
+                background=background,
+                store=resources.response_store,
+                store_by_default=settings.STORE_RESPONSES,
+                limits=limits,
             ).bind_openai_api(settings.OPENAI_API_PREFIX)
-            watcher = asyncio.create_task(watch_file_descriptors())
-            sweeper = None
+            tasks = [asyncio.create_task(watch_file_descriptors())]
+            if settings.RESPONSE_SWEEP_INTERVAL_MINUTES > 0 and resources.response_store:
+                tasks.append(asyncio.create_task(sweep_stored_responses(resources, settings)))
             if settings.INTERRUPT_SWEEP_INTERVAL_MINUTES > 0 and any(
                 config.supports(GraphFeature.INTERRUPTS) for config in registry.graphs.values()
             ):
-                sweeper = asyncio.create_task(
-                    sweep_expired_interrupts(registry, resources, settings)
-                )
+                tasks.append(asyncio.create_task(sweep_expired_interrupts(resources, settings)))
             logger.info("server.initialized", extra={"models": list(registry.model_ids)})
             if freeze_startup_objects:
                 gc.collect()
@@ -220,10 +261,9 @@ def create_app(
             try:
                 yield
             finally:
-                watcher.cancel()
-                if sweeper is not None:
-                    sweeper.cancel()
-                await asyncio.gather(watcher, *filter(None, [sweeper]), return_exceptions=True)
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
 
     app = FastAPI(title="LGOS", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     install_error_envelopes(app)
@@ -231,7 +271,7 @@ def create_app(
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.CORS_ORIGINS,
-            allow_methods=["GET", "POST"],
+            allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["*"],
             expose_headers=["X-Request-ID"],
         )

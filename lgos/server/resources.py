@@ -13,6 +13,8 @@ from langgraph.store.memory import InMemoryStore
 
 from lgos.core.background import ResponseEventLog
 from lgos.core.coordinator import InMemoryRunCoordinator, RunCoordinator
+from lgos.core.stored import ResponseStore
+from lgos.core.stored_memory import InMemoryResponseStore
 from lgos.server.settings import ServerSettings
 
 logger = logging.getLogger("lgos.server")
@@ -30,12 +32,15 @@ class ServerResources:
     pool: Any = None
     # The event log of streamed background Responses in that database (None without one).
     events: ResponseEventLog | None = None
+    # Stored Responses and Conversations (in memory when None).
+    response_store: ResponseStore | None = None
 
 
 @asynccontextmanager
 async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResources]:
     if settings.POSTGRES_URI:
         from lgos.integrations.postgres import open_postgres
+        from lgos.integrations.postgres_stored import PostgresResponseStore
 
         async with open_postgres(
             settings.POSTGRES_URI, pool_size=settings.POSTGRES_POOL_SIZE
@@ -47,6 +52,7 @@ async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResour
                 settings=settings,
                 pool=postgres.pool,
                 events=postgres.events,
+                response_store=PostgresResponseStore(postgres.pool),
             )
         return
     logger.warning(
@@ -58,4 +64,5 @@ async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResour
         store=InMemoryStore(),
         run_coordinator=InMemoryRunCoordinator(),
         settings=settings,
+        response_store=InMemoryResponseStore(),
     )

@@ -33,6 +33,13 @@ class ServerSettings(BaseSettings):
     BACKGROUND: Literal["none", "memory", "dbos", "hatchet"] = "memory"
     WORKER_SLOTS: int = Field(default=4, ge=1)
     BACKGROUND_RETENTION_DAYS: float = Field(default=30, gt=0)
+    # What an omitted `store` means on POST /v1/responses (OpenAI's default: true). Operators
+    # who must not keep content set it false; clients may still ask for store=true.
+    STORE_RESPONSES: bool = True
+    # Stored Responses, Conversations and the threads of thread-keeping graphs unused for
+    # this long are deleted (OpenAI keeps Responses 30 days).
+    RESPONSE_RETENTION_DAYS: float = Field(default=30, gt=0)
+    RESPONSE_SWEEP_INTERVAL_MINUTES: float = Field(default=60, ge=0)
     ENABLE_LANGFUSE: bool = False
     # Limits on what one client may send (docs/server.md, "Limits"). The defaults keep ten
     # concurrent hostile clients well inside a small (2-core) host's memory.
@@ -41,6 +48,10 @@ class ServerSettings(BaseSettings):
     MAX_HEADER_BYTES: int = Field(default=32 * 1024, ge=1024)
     HEADER_TIMEOUT_SECONDS: float = Field(default=15.0, gt=0)
     OPENAI_API_PREFIX: str = "/v1"
+    # A request header naming the owner scope (the tenant), set by a trusted gateway in
+    # front of the API; it separates stored Responses, Conversations, pauses and background
+    # runs. Unset: one shared scope.
+    SCOPE_HEADER: str | None = None
 
     @field_validator("OPENAI_API_PREFIX")
     @classmethod

@@ -31,6 +31,7 @@ from lgos.core.background import (
 from lgos.core.errors import IdempotencyKeyReusedError, InvalidRequestError, NotFoundError
 from lgos.core.registry import GraphFeature, GraphRegistry
 from lgos.service import responses
+from lgos.service.stateful import StatefulResponses
 from lgos.wire import ids, responses_decoder
 from lgos.wire.responses_decoder import DecodedResponsesRequest
 from lgos.wire.responses_encoder import ResponseEcho, ResponsesStream, failure
@@ -71,9 +72,17 @@ def _echo(run: BackgroundRun) -> ResponseEcho:
 class BackgroundResponses:
     """The background use cases over one registry and engine (None: background disabled)."""
 
-    def __init__(self, registry: GraphRegistry, backend: BackgroundBackend | None) -> None:
+    def __init__(
+        self,
+        registry: GraphRegistry,
+        backend: BackgroundBackend | None,
+        stateful: StatefulResponses | None = None,
+    ) -> None:
         self.registry = registry
         self.backend = backend
+        # Stored Responses: a background turn continues a stored conversation and is indexed
+        # in the store (None: background Responses stand alone).
+        self.stateful = stateful
         self.events = event_log(backend)
 
     async def create(
@@ -100,8 +109,11 @@ class BackgroundResponses:
                 param="stream",
                 code="unsupported_value",
             )
+        turn = responses.STATELESS
+        if self.stateful is not None:
+            decoded, turn = await self.stateful.resolve(decoded, owner_scope)
         # Everything the worker would reject for the request itself is rejected here, now.
-        prepared = responses.prepare(self.registry, decoded)
+        prepared = responses.prepare(self.registry, decoded, turn=turn)
         raw = decoded.body.model_dump(mode="json", exclude_unset=True, exclude={"extra_headers"})
         trace_context: dict[str, str] = {}
         propagate.inject(trace_context)
@@ -121,11 +133,20 @@ class BackgroundResponses:
             request_id=log_fields.current().get("request_id"),
             stream=decoded.stream,
             echo={**echo, "metadata": dict(prepared.echo.metadata)},
+            history=list(turn.history),
+            replay_from=turn.replay_from,
+            checkpoint_id=turn.checkpoint_id,
         )
         run = await self.backend.submit(job)
         if run.job.request_digest != job.request_digest or run.job.owner_scope != owner_scope:
             raise IdempotencyKeyReusedError()
         log_fields.add(response_id=response_id(run), run_id=run.job.run_id)
+        # Index a new run only: a retry that found its run (another job) was indexed already.
+        # Compared as JSON, the form in which an engine stores and returns the job.
+        if self.stateful is not None and run.job.model_dump(mode="json") == job.model_dump(
+            mode="json"
+        ):
+            await self.stateful.remember_background(prepared, owner_scope, response_id(run))
         if not decoded.stream:
             return snapshot(run)
         assert self.events is not None
@@ -164,9 +185,11 @@ class BackgroundResponses:
         run = None
         if parsed is not None and self.backend is not None:
             run = await self.backend.get(parsed.nonce)
-        # A foreign id is indistinguishable from an unknown one.
+        # A foreign id is indistinguishable from an unknown one, and so is a deleted one.
+        deleted = self.stateful is not None and await self.stateful.store.is_deleted(response_id)
         if (
-            run is None
+            deleted
+            or run is None
             or run.job.run_id != (parsed.run_id if parsed else None)
             or run.job.owner_scope != owner_scope
         ):

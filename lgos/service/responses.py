@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +36,31 @@ logger = logging.getLogger("lgos.responses")
 
 
 @dataclass(frozen=True, slots=True)
+class Turn:
+    """Where a request sits in a stored conversation (resolved by `service.stateful`)."""
+
+    store: bool = False
+    # Earlier turns' input and output items, before this request's input.
+    history: tuple[dict[str, Any], ...] = ()
+    conversation_id: str | None = None
+    # A thread-keeping graph: the run id naming the conversation's thread (None: a new one)
+    # and the checkpoint its previous turn ended on.
+    thread_run_id: str | None = None
+    checkpoint_id: str | None = None
+    # The history items from here on are sent to the graph as messages (the rest its thread
+    # has seen); recorded so a background worker decodes the turn the same way.
+    replay_from: int = 0
+
+    @property
+    def keeps_thread(self) -> bool:
+        """A thread is worth keeping when a later turn can find it."""
+        return self.store or self.conversation_id is not None
+
+
+STATELESS = Turn()
+
+
+@dataclass(frozen=True, slots=True)
 class PreparedResponse:
     """A validated Responses request, ready to run here or in a background worker."""
 
@@ -44,6 +69,7 @@ class PreparedResponse:
     plan: RunPlan
     echo: ResponseEcho
     request: GraphRequest
+    turn: Turn = STATELESS
 
     @property
     def model(self) -> str:
@@ -60,12 +86,13 @@ def prepare(
     *,
     response_id: str | None = None,
     run_id: str | None = None,
+    turn: Turn = STATELESS,
 ) -> PreparedResponse:
     """Everything that can be checked before running: model, settings, answers."""
     body = decoded.body
     config = registry.get(body.model)
     previous = ids.parse_run_response_id(body.previous_response_id or "")
-    if body.previous_response_id is not None and previous is None:
+    if decoded.answers is not None and body.previous_response_id is not None and previous is None:
         raise InvalidRequestError(
             f"Previous response with id '{body.previous_response_id}' not found.",
             param="previous_response_id",
@@ -75,8 +102,10 @@ def prepare(
         config,
         answers=decoded.answers,
         answer_params=decoded.answer_params,
-        previous_run_id=previous.run_id if previous else None,
-        run_id=run_id,
+        previous_run_id=previous.run_id if previous and decoded.answers is not None else None,
+        run_id=run_id or turn.thread_run_id,
+        checkpoint_id=turn.checkpoint_id,
+        keep_thread=turn.keeps_thread,
     )
     # Validates lgos_settings now, so a bad setting is a 400 and never a failed run.
     request = graph_request(config, decoded)
@@ -84,11 +113,16 @@ def prepare(
         response_id = (
             str(ids.run_response_id(plan.run_id)) if plan.run_id is not None else ids.response_id()
         )
-    return PreparedResponse(decoded, config, plan, response_echo(decoded, response_id), request)
+    echo = response_echo(decoded, response_id, store=turn.store)
+    return PreparedResponse(decoded, config, plan, echo, request, turn)
 
 
-def response_echo(decoded: DecodedResponsesRequest, response_id: str) -> ResponseEcho:
+def response_echo(
+    decoded: DecodedResponsesRequest, response_id: str, *, store: bool | None = None
+) -> ResponseEcho:
     body = decoded.body
+    if store is None:  # a background Response is always kept
+        store = decoded.background or body.store is not False
     return ResponseEcho(
         id=response_id,
         model=body.model,
@@ -99,8 +133,9 @@ def response_echo(decoded: DecodedResponsesRequest, response_id: str) -> Respons
         parallel_tool_calls=True if body.parallel_tool_calls is None else body.parallel_tool_calls,
         previous_response_id=body.previous_response_id,
         background=decoded.background,
-        store=decoded.background,
+        store=store,
         user=body.user,
+        conversation=decoded.conversation_id,
     )
 
 
@@ -120,6 +155,7 @@ def _events(
         scope=scope,
         streaming=streaming,
         continue_existing=continue_existing,
+        turn_id=prepared.echo.id,
     )
 
 
@@ -131,33 +167,69 @@ async def create(
     continue_existing: bool = False,
 ) -> dict[str, Any]:
     """Run to the end and return the Response object (the non-streaming path)."""
+    response, _ = await run(registry, prepared, scope=scope, continue_existing=continue_existing)
+    return response
+
+
+async def run(
+    registry: GraphRegistry,
+    prepared: PreparedResponse,
+    *,
+    scope: str,
+    continue_existing: bool = False,
+) -> tuple[dict[str, Any], str | None]:
+    """The Response object, and the checkpoint a thread-keeping graph's run ended on."""
     events = _events(
         registry, prepared, scope=scope, streaming=False, continue_existing=continue_existing
     )
     event = await run_to_end(events)
-    if isinstance(event, Finished):
-        return prepared.echo.snapshot("completed", final_output(event), usage=event.usage)
-    return prepared.echo.snapshot("completed", interrupt_items(event), usage=event.usage)
+    output = final_output(event) if isinstance(event, Finished) else interrupt_items(event)
+    return prepared.echo.snapshot("completed", output, usage=event.usage), event.checkpoint_id
+
+
+# Called when a stream ends: every event sent, and the checkpoint a kept thread ended on.
+StreamEnd = Callable[[list[dict[str, Any]], str | None], Awaitable[None]]
 
 
 async def open_stream(
-    registry: GraphRegistry, prepared: PreparedResponse, *, scope: str, patience: float
+    registry: GraphRegistry,
+    prepared: PreparedResponse,
+    *,
+    scope: str,
+    patience: float,
+    on_end: StreamEnd | None = None,
 ) -> AsyncGenerator[bytes]:
     """Start the run; raise request errors now, then return the SSE frames."""
     events = await start_stream(_events(registry, prepared, scope=scope, streaming=True), patience)
-    return _frames(prepared, events)
+    return _frames(prepared, events, on_end)
 
 
 async def _frames(
-    prepared: PreparedResponse, events: AsyncIterable[RunEvent]
+    prepared: PreparedResponse, events: AsyncIterable[RunEvent], on_end: StreamEnd | None
 ) -> AsyncGenerator[bytes]:
     stream = ResponsesStream(prepared.echo)
+    # What a stored stream keeps: every event sent, and where a kept thread ended.
+    sent: list[dict[str, Any]] | None = [] if on_end is not None else None
+    ended_on: list[str | None] = [None]
+
+    async def watched() -> AsyncIterator[RunEvent]:
+        async for event in events:
+            if isinstance(event, Finished | Interrupted):
+                ended_on[0] = event.checkpoint_id
+            yield event
+
     for event in stream.start():
+        if sent is not None:
+            sent.append(event)
         yield named_event(event)
-    async with aclosing(event_batches(prepared, events, stream)) as batches:
+    async with aclosing(event_batches(prepared, watched(), stream)) as batches:
         async for batch in batches:
+            if sent is not None:
+                sent.extend(batch)
             for event in batch:
                 yield named_event(event)
+    if on_end is not None and sent is not None:
+        await on_end(sent, ended_on[0])
 
 
 def stream_run(

@@ -52,6 +52,10 @@ class RunPlan:
 
     run_id: str | None
     resume: Resume | None
+    # A thread-keeping graph in a stored conversation: the thread outlives the run, and a new
+    # turn starts from `checkpoint_id` (None: the latest).
+    keep_thread: bool = False
+    checkpoint_id: str | None = None
 
 
 def plan_run(
@@ -61,12 +65,24 @@ def plan_run(
     answer_params: Mapping[str, str] | None = None,
     previous_run_id: str | None = None,
     run_id: str | None = None,
+    checkpoint_id: str | None = None,
+    keep_thread: bool = False,
 ) -> RunPlan:
-    """Decide the run id and decode interrupt answers (call id → output) into a `Resume`."""
-    pausable = config.supports(GraphFeature.INTERRUPTS)
+    """Decide the run id and decode interrupt answers (call id → output) into a `Resume`.
+
+    `run_id` is the thread of a thread-keeping graph's conversation (or a background job's
+    run); None starts a new one.
+    """
+    pausable = config.checkpointed
+    keep = keep_thread and config.keeps_thread
     if answers is None:
-        return RunPlan(run_id=(run_id or ids.new_hex()) if pausable else None, resume=None)
-    if not pausable:
+        return RunPlan(
+            run_id=(run_id or ids.new_hex()) if pausable else None,
+            resume=None,
+            keep_thread=keep,
+            checkpoint_id=checkpoint_id if keep else None,
+        )
+    if not config.supports(GraphFeature.INTERRUPTS):
         raise InvalidRequestError(
             "This model never pauses for review, so there is nothing to answer.",
             param="input",
@@ -87,7 +103,7 @@ def plan_run(
         raise InterruptConflictError(
             "The answers do not belong to the paused Response named by previous_response_id."
         )
-    return RunPlan(run_id=runs.pop(), resume=Resume(by_interrupt, params))
+    return RunPlan(run_id=runs.pop(), resume=Resume(by_interrupt, params), keep_thread=keep)
 
 
 def run_events(
@@ -99,6 +115,7 @@ def run_events(
     scope: str,
     streaming: bool,
     continue_existing: bool = False,
+    turn_id: str | None = None,
 ) -> AsyncIterator[RunEvent]:
     if plan.run_id is None:
         return run_graph(config, request, streaming=streaming)
@@ -112,6 +129,9 @@ def run_events(
         streaming=streaming,
         resume=plan.resume,
         continue_existing=continue_existing,
+        checkpoint_id=plan.checkpoint_id,
+        turn_id=turn_id,
+        keep_thread=plan.keep_thread,
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
 _RUN_RESPONSE = re.compile(r"resp_([0-9a-f]{32})([0-9a-f]{32})")
+_CONVERSATION = re.compile(r"conv_([0-9a-f]{32})")
 
 
 @functools.cache
@@ -43,6 +44,21 @@ def message_id() -> str:
 
 def function_call_item_id() -> str:
     return f"fc_{new_hex()}"
+
+
+def function_call_output_id() -> str:
+    return f"fco_{new_hex()}"
+
+
+def conversation_id(run_id: str | None = None) -> str:
+    """`conv_<32 hex>`: the hex is also the run id of the conversation's graph threads."""
+    return f"conv_{run_id or new_hex()}"
+
+
+def parse_conversation_id(value: str) -> str | None:
+    """The run id inside a conversation id, or None when it is not one of ours."""
+    match = _CONVERSATION.fullmatch(value)
+    return match[1] if match else None
 
 
 def tool_call_id() -> str:

@@ -7,12 +7,13 @@ unless it carries the value we would act on anyway (for example `temperature: nu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
 
 from lgos.core.errors import InvalidRequestError
 from lgos.core.request import ClientFunctionTool, NamedToolChoice, ToolChoice
@@ -173,6 +174,10 @@ class TextConfig(StrictBody):
     verbosity: str | None = None
 
 
+class ConversationRef(StrictBody):
+    id: str = Field(min_length=1)
+
+
 class StreamOptions(StrictBody):
     include_obfuscation: bool | None = None
 
@@ -193,7 +198,7 @@ class ResponsesBody(ApiBody):
     max_output_tokens: int | None = None
     max_tool_calls: int | None = None
     reasoning: dict[str, Any] | None = None
-    conversation: Any = None
+    conversation: str | ConversationRef | None = None
     prompt: Any = None
     prompt_cache_retention: str | None = None
 
@@ -225,11 +230,13 @@ _UNSET_ONLY = (
     "max_output_tokens",
     "max_tool_calls",
     "reasoning",
-    "conversation",
     "prompt",
     "prompt_cache_retention",
 )
 IDEMPOTENCY_HEADERS = ("idempotency-key", "x-idempotency-key")
+
+
+_HISTORY = TypeAdapter(list[InputItem])
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +248,32 @@ class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
     @property
     def background(self) -> bool:
         return bool(self.body.background)
+
+    @property
+    def conversation_id(self) -> str | None:
+        conversation = self.body.conversation
+        if isinstance(conversation, ConversationRef):
+            return conversation.id
+        return conversation
+
+    def with_history(
+        self, history: Sequence[Mapping[str, Any]], *, replay_from: int = 0
+    ) -> DecodedResponsesRequest:
+        """This request continuing a stored conversation: `history` (earlier input and
+        output items) comes before the input. The graph receives the history from index
+        `replay_from` on as messages (a graph keeping its own thread has seen the rest), then
+        the input, which may answer calls the history made. Trailing interrupt answers stay
+        a resume."""
+        items = _HISTORY.validate_python(list(history))
+        messages, answers = _conversation(self.body, items, replay_from=replay_from)
+        decoded = dataclasses.replace(
+            self,
+            messages=messages,
+            answers=answers,
+            answer_params=_answer_params(self.body, answers),
+        )
+        _check_resume(decoded)
+        return decoded
 
     def echo_tools(self) -> list[dict[str, Any]]:
         return [
@@ -266,25 +299,15 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
     _reject_unsupported(body, data)
     metadata = check_metadata(body.metadata)
     tools = _tools(body)
-    messages, answers = _conversation(body)
-    if answers is not None and body.previous_response_id is None:
+    if body.conversation is not None and body.previous_response_id is not None:
         raise InvalidRequestError(
-            "This input answers a paused run (it ends with lgos_interrupt calls or outputs); "
-            "send it with 'previous_response_id' set to the paused Response's id.",
-            param="previous_response_id",
-            code="missing_required_parameter",
+            "Mutually exclusive parameters: Ensure you are only providing one of: "
+            "'previous_response_id' or 'conversation'.",
+            param="conversation",
+            code="mutually_exclusive_parameters",
         )
-    if answers is None and body.previous_response_id is not None:
-        raise InvalidRequestError(
-            "'previous_response_id' is only supported to answer a paused run: end the input with "
-            "function_call_output items answering its lgos_interrupt calls. Send the whole "
-            "conversation in 'input' otherwise.",
-            param="previous_response_id",
-            code="unsupported_parameter",
-        )
-    if answers is not None and body.instructions is not None:
-        raise unsupported("instructions", "A paused run resumes with its original instructions.")
-    return DecodedResponsesRequest(
+    messages, answers = _conversation(body, [])
+    decoded = DecodedResponsesRequest(
         body=body,
         messages=messages,
         metadata=metadata,
@@ -294,6 +317,23 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
         body_idempotency_key=_body_idempotency_key(body),
         answer_params=_answer_params(body, answers),
     )
+    _check_resume(decoded)
+    return decoded
+
+
+def _check_resume(decoded: DecodedResponsesRequest) -> None:
+    body = decoded.body
+    if decoded.answers is None:
+        return
+    if body.previous_response_id is None and body.conversation is None:
+        raise InvalidRequestError(
+            "This input answers a paused run (it ends with lgos_interrupt calls or outputs); "
+            "send it with 'previous_response_id' set to the paused Response's id.",
+            param="previous_response_id",
+            code="missing_required_parameter",
+        )
+    if body.instructions is not None:
+        raise unsupported("instructions", "A paused run resumes with its original instructions.")
 
 
 def _answer_params(body: ResponsesBody, answers: dict[str, str] | None) -> dict[str, str]:
@@ -319,17 +359,11 @@ def _reject_unsupported(body: ResponsesBody, data: Mapping[str, Any]) -> None:
         raise unsupported("truncation", "Only 'disabled' is supported.")
     if body.include:
         raise unsupported("include")
-    if body.background:
-        if body.store is False:
-            raise InvalidRequestError(
-                "Background responses are stored: 'store' must be true or omitted.",
-                param="store",
-                code="invalid_value",
-            )
-    elif body.store:
-        raise unsupported(
-            "store",
-            "Foreground responses are not stored; set 'store' to false or use background=true.",
+    if body.background and body.store is False:
+        raise InvalidRequestError(
+            "Background responses are stored: 'store' must be true or omitted.",
+            param="store",
+            code="invalid_value",
         )
     if isinstance(body.tool_choice, dict):
         raise unsupported("tool_choice", "Use 'none', 'auto', 'required' or a named function.")
@@ -384,22 +418,35 @@ def _part_text(part: Any) -> str | None:
     return part.refusal if isinstance(part, Refusal) else None
 
 
-def _conversation(body: ResponsesBody) -> tuple[tuple[BaseMessage, ...], dict[str, str] | None]:
+def _conversation(
+    body: ResponsesBody, history: list[Any], *, replay_from: int = 0
+) -> tuple[tuple[BaseMessage, ...], dict[str, str] | None]:
     """Messages for the graph, and the trailing interrupt answers if this is a resume.
 
     A resume is an input that ends with lgos_interrupt calls or with outputs answering calls
-    that the input does not contain (they live in the paused run). Earlier answered
-    interrupts are ordinary history.
+    that neither the input nor the history contains (they live in the paused run). Earlier
+    answered interrupts are ordinary history. A resume's messages are its input only: the
+    paused run has the rest.
     """
     messages: list[BaseMessage] = []
     if body.instructions:
         messages.append(SystemMessage(content=body.instructions))
     if isinstance(body.input, str):
-        messages.append(HumanMessage(content=body.input))
-        return tuple(messages), None
-
-    items = body.input
-    tail_start = _resume_tail_start(items)
+        items: list[Any] = [*history, MessageItem(role="user", content=body.input)]
+        if not history:
+            messages.append(HumanMessage(content=body.input))
+            return tuple(messages), None
+    else:
+        items = [*history, *body.input]
+    call_names = {item.call_id: item.name for item in items if isinstance(item, FunctionCallItem)}
+    tail_start = max(_resume_tail_start(items, call_names), len(history))
+    offset = len(history)  # error params count from the request's own input
+    if tail_start < len(items):
+        # A resume: the graph sees only this request's input before the answers.
+        items = items[offset:]
+        tail_start -= offset
+        offset = 0
+    first_message = min(replay_from, offset)
     answers: dict[str, str] | None = None
     if tail_start < len(items):
         answers = {}
@@ -425,7 +472,7 @@ def _conversation(body: ResponsesBody) -> tuple[tuple[BaseMessage, ...], dict[st
     calls_by_id: dict[str, str] = {}
     answered: set[str] = set()
     for index, item in enumerate(items[:tail_start]):
-        param = f"input[{index}]"
+        param = f"input[{index - offset}]"
         if isinstance(item, FunctionCallItem):
             if item.call_id in calls_by_id:
                 raise InvalidRequestError(
@@ -434,13 +481,18 @@ def _conversation(body: ResponsesBody) -> tuple[tuple[BaseMessage, ...], dict[st
                     code="invalid_value",
                 )
             calls_by_id[item.call_id] = item.name
-            pending_calls.append(
-                tool_call(item.call_id, item.name, item.arguments, f"{param}.arguments")
-            )
+            if index >= first_message:
+                pending_calls.append(
+                    tool_call(item.call_id, item.name, item.arguments, f"{param}.arguments")
+                )
             continue
         if pending_calls:
             messages.append(assistant_with_calls("", pending_calls))
             pending_calls = []
+        if index < first_message:
+            if isinstance(item, FunctionCallOutputItem):
+                answered.add(item.call_id)
+            continue
         if isinstance(item, MessageItem):
             text = _text_of(item.content, f"{param}.content")
             if item.role == "assistant":
@@ -492,9 +544,8 @@ def _output_text(item: FunctionCallOutputItem) -> str:
     return "".join(part.text for part in item.output)
 
 
-def _resume_tail_start(items: list[Any]) -> int:
+def _resume_tail_start(items: list[Any], call_names: Mapping[str, str]) -> int:
     """Index where the trailing interrupt calls/answers begin (len(items) when none)."""
-    call_names = {item.call_id: item.name for item in items if isinstance(item, FunctionCallItem)}
     start = len(items)
     while start > 0:
         item = items[start - 1]

@@ -49,6 +49,7 @@ class ResponseEcho:
     background: bool = False
     store: bool = False
     user: str | None = None
+    conversation: str | None = None
     created_at: int = field(default_factory=lambda: int(time.time()))
 
     def snapshot(
@@ -92,7 +93,7 @@ class ResponseEcho:
             "service_tier": "default",
             "safety_identifier": None,
             "prompt_cache_key": None,
-            "conversation": None,
+            "conversation": {"id": self.conversation} if self.conversation else None,
         }
 
 

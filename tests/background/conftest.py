@@ -15,7 +15,6 @@ import psycopg
 import pytest
 from openai import AsyncOpenAI
 
-from tests.support import hatchet
 from tests.support.postgres import temporary_database
 from tests.support.processes import START_TIMEOUT, Process, clean_environment, lgos
 
@@ -156,16 +155,6 @@ def memory_deployment(bg_database: str) -> Iterator[Deployment]:
 @pytest.fixture(scope="package")
 def dbos_deployment(bg_database: str) -> Iterator[Deployment]:
     yield from _deployment("dbos", bg_database, apis=2, workers=2)
-
-
-@pytest.fixture(scope="session")
-def hatchet_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """Client settings of a real Hatchet engine (started here unless one is configured)."""
-    reason = hatchet.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with hatchet.running_engine(tmp_path_factory.mktemp("hatchet")) as settings:
-        yield settings
 
 
 @pytest.fixture(scope="package")

@@ -13,8 +13,8 @@ from fastapi import FastAPI
 
 from lgos import InMemoryBackgroundBackend, LanggraphOpenaiServe
 from lgos.core.safe_json import MAX_DEPTH, MAX_NUMBER_CHARS
+from lgos.http.body import RequestLimits
 from lgos.http.errors import install_error_envelopes
-from lgos.http.routes import RequestLimits
 from tests.support.graphs import Probe, build_registry
 
 pytestmark = pytest.mark.anyio
@@ -55,12 +55,12 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
     ),
     (
         "/v1/responses",
-        {**OK_INPUT, "conversation": "conv_1"},
+        {**OK_INPUT, "conversation": "conv_1", "previous_response_id": "resp_1"},
         400,
         "conversation",
-        "unsupported_parameter",
+        "mutually_exclusive_parameters",
     ),
-    ("/v1/responses", {**OK_INPUT, "store": True}, 400, "store", "unsupported_parameter"),
+    ("/v1/responses", {**OK_INPUT, "conversation": "conv_1"}, 404, "conversation", None),
     (
         "/v1/responses",
         {**OK_INPUT, "text": {"format": {"type": "json_object"}}},
@@ -80,7 +80,7 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
         {**OK_INPUT, "previous_response_id": "resp_123"},
         400,
         "previous_response_id",
-        "unsupported_parameter",
+        "previous_response_not_found",
     ),
     (
         "/v1/responses",
@@ -342,6 +342,7 @@ class Case:
 
 RESPONSES = "/v1/responses"
 CHAT = "/v1/chat/completions"
+CONVERSATIONS = "/v1/conversations"
 UNKNOWN_ID = "resp_0123456789abcdef0123456789abcdef"
 
 
@@ -722,7 +723,7 @@ def route_cases() -> Iterator[Case]:
     yield Case("unknown-v1-post", "POST", "/v1/embeddings", 404, None, None, {})
     yield Case("get-chat", "GET", CHAT, 404, None, None)
     yield Case("put-models", "PUT", "/v1/models", 404, None, None)
-    yield Case("delete-response", "DELETE", f"{RESPONSES}/{UNKNOWN_ID}", 404, None, None)
+    yield Case("delete-response", "DELETE", f"{RESPONSES}/{UNKNOWN_ID}", 404, "response_id", None)
     for path in ("/v1/models", RESPONSES, CHAT, f"{RESPONSES}/{UNKNOWN_ID}", "/v1/health"):
         yield Case(f"options-{path}", "OPTIONS", path, 405, None, "method_not_allowed")
     yield Case("options-unknown", "OPTIONS", "/somewhere", 404, None, "not_found")
@@ -754,6 +755,163 @@ def route_cases() -> Iterator[Case]:
         )
 
 
+def stored_and_conversation_cases() -> Iterator[Case]:
+    """The stored Responses and Conversations routes (issue 18)."""
+    conversation = f"{CONVERSATIONS}/conv_{'0' * 48}"
+    items = f"{conversation}/items"
+    yield Case(
+        "input-items-unknown",
+        "GET",
+        f"{RESPONSES}/{UNKNOWN_ID}/input_items",
+        404,
+        "response_id",
+        None,
+    )
+    for query, param in [
+        ("limit=0", "limit"),
+        ("limit=101", "limit"),
+        ("limit=x", "limit"),
+        ("order=sideways", "order"),
+    ]:
+        yield Case(
+            f"input-items-{query}",
+            "GET",
+            f"{RESPONSES}/{UNKNOWN_ID}/input_items?{query}",
+            400,
+            param,
+            "invalid_value",
+        )
+    yield Case("conversation-unknown", "GET", conversation, 404, "conversation_id", None)
+    yield Case(
+        "conversation-update-unknown",
+        "POST",
+        conversation,
+        404,
+        "conversation_id",
+        None,
+        {"metadata": {}},
+    )
+    yield Case("conversation-delete-unknown", "DELETE", conversation, 404, "conversation_id", None)
+    yield Case("conversation-items-unknown", "GET", items, 404, "conversation_id", None)
+    yield Case("conversation-item-unknown", "GET", f"{items}/msg_1", 404, "conversation_id", None)
+    yield Case(
+        "conversation-add-items-unknown",
+        "POST",
+        items,
+        404,
+        "conversation_id",
+        None,
+        {"items": [{"type": "message", "role": "user", "content": "hi"}]},
+    )
+    yield Case(
+        "conversation-create-not-json", "POST", CONVERSATIONS, 400, None, "invalid_json", b"{nope"
+    )
+    yield Case("conversation-create-array", "POST", CONVERSATIONS, 400, None, "invalid_type", b"[]")
+    yield Case(
+        "conversation-create-items-type",
+        "POST",
+        CONVERSATIONS,
+        400,
+        "items",
+        "invalid_type",
+        {"items": "hi"},
+    )
+    yield Case(
+        "conversation-create-item-shape",
+        "POST",
+        CONVERSATIONS,
+        400,
+        "items[0].type",
+        "unsupported_value",
+        {"items": [{"type": "spaceship"}]},
+    )
+    yield Case(
+        "conversation-create-metadata",
+        "POST",
+        CONVERSATIONS,
+        400,
+        "metadata",
+        "invalid_type",
+        {"metadata": "x"},
+    )
+    yield Case(
+        "conversation-create-metadata-17",
+        "POST",
+        CONVERSATIONS,
+        400,
+        "metadata",
+        "object_above_max_properties",
+        {"metadata": META_17},
+    )
+    yield Case(
+        "conversation-create-unknown-field",
+        "POST",
+        CONVERSATIONS,
+        400,
+        "frobnicate",
+        "unknown_parameter",
+        {"frobnicate": 1},
+    )
+    yield Case(
+        "conversation-create-deep",
+        "POST",
+        CONVERSATIONS,
+        400,
+        "metadata",
+        "invalid_value",
+        raw('{"metadata": ', nested(DEEP)),
+    )
+    yield Case(
+        "conversation-create-content-type",
+        "POST",
+        CONVERSATIONS,
+        400,
+        None,
+        "invalid_content_type",
+        {},
+        {"content-type": "text/plain"},
+    )
+    yield Case(
+        "conversation-create-too-large",
+        "POST",
+        CONVERSATIONS,
+        413,
+        None,
+        "request_too_large",
+        b"{" + b" " * (BODY_LIMIT + 1) + b"}",
+    )
+    yield Case(
+        "conversation-list-items-limit", "GET", f"{items}?limit=0", 400, "limit", "invalid_value"
+    )
+    yield Case(
+        "responses-conversation-object-unknown",
+        "POST",
+        RESPONSES,
+        404,
+        "conversation",
+        None,
+        {**OK_INPUT, "conversation": {"id": "conv_nope"}},
+    )
+    yield Case(
+        "responses-conversation-type",
+        "POST",
+        RESPONSES,
+        400,
+        "conversation",
+        "invalid_type",
+        {**OK_INPUT, "conversation": 5},
+    )
+    yield Case(
+        "responses-store-type",
+        "POST",
+        RESPONSES,
+        400,
+        "store",
+        "invalid_type",
+        {**OK_INPUT, "store": "yes"},
+    )
+
+
 EXTRA_CASES = [
     *hostile_cases(),
     *nul_cases(),
@@ -761,6 +919,7 @@ EXTRA_CASES = [
     *body_shape_cases(),
     *field_cases(),
     *route_cases(),
+    *stored_and_conversation_cases(),
 ]
 
 

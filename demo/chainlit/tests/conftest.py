@@ -17,7 +17,6 @@ import os
 import re
 import secrets
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.support.processes import Process, free_port, lgos
+from tests.support.timings import Timings
 
 try:
     from playwright import sync_api as playwright_api
@@ -258,29 +258,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 def screenshot_dir() -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     return SHOTS
-
-
-class Timings:
-    """Send → visible times of the flows the docs report, written to build/timings/.
-
-    Measured, never asserted: the machine's load decides them.
-    """
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.rows: list[tuple[str, float]] = []
-
-    def record(self, step: str, started: float) -> None:
-        self.rows.append((step, round(time.monotonic() - started, 2)))
-
-    def save(self) -> None:
-        if not self.rows:
-            return
-        folder = REPO / "build" / "timings"
-        folder.mkdir(parents=True, exist_ok=True)
-        with (folder / f"{self.name}.jsonl").open("a") as out:
-            for step, seconds in self.rows:
-                out.write(f'{{"step": "{step}", "seconds": {seconds}}}\n')
 
 
 @pytest.fixture(scope="session")

@@ -25,13 +25,13 @@ from owui_support import (
     OPENWEBUI_DIR,
     REPO,
     Gateway,
-    Timings,
     http_json,
     start,
 )
 from playwright.sync_api import Browser, Page, Playwright, expect
 
 from tests.support.processes import free_port
+from tests.support.timings import Timings
 
 # Generous: the machine may be busy (2 cores), and Open WebUI renders after its socket connects.
 expect.set_options(timeout=60_000)

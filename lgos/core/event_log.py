@@ -1,0 +1,41 @@
+"""The in-memory `ResponseEventLog`: lives and dies with the process. It sits in core, beside
+the contract, because both the in-memory engine and the in-memory Response store keep one, and
+the HTTP layer builds the latter without reaching into background/."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+
+class InMemoryResponseEventLog:
+    """The log of `InMemoryBackgroundBackend`: lives and dies with the process."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, dict[int, dict[str, Any]]] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+
+    async def append(self, run_id: str, events: Sequence[dict[str, Any]]) -> None:
+        stored = self._events.setdefault(run_id, {})
+        for event in events:
+            stored.setdefault(int(event["sequence_number"]), event)
+        changed = self._changed.pop(run_id, None)
+        if changed is not None:
+            changed.set()
+
+    async def read(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+        stored = self._events.get(run_id, {})
+        return [stored[number] for number in sorted(stored) if number > after]
+
+    async def wait(self, run_id: str, after: int, patience: float) -> None:
+        if any(number > after for number in self._events.get(run_id, {})):
+            return
+        changed = self._changed.setdefault(run_id, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), patience)
+
+    async def delete(self, run_ids: Iterable[str]) -> None:
+        for run_id in run_ids:
+            self._events.pop(run_id, None)

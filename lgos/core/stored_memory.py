@@ -1,0 +1,138 @@
+"""The default store: in this process's memory, gone when it stops."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from lgos.core.event_log import InMemoryResponseEventLog
+from lgos.core.stored import Order, StoredConversation, StoredResponse
+
+
+def page(
+    items: Sequence[dict[str, Any]], *, after: str | None, limit: int, order: Order
+) -> tuple[list[dict[str, Any]], bool]:
+    """OpenAI's cursor pagination over an ordered list: the items after the one with id
+    `after`, in `order`. An unknown `after` gives an empty page."""
+    ordered = list(items) if order == "asc" else list(reversed(items))
+    start = 0
+    if after is not None:
+        positions = [index for index, item in enumerate(ordered) if item.get("id") == after]
+        if not positions:
+            return [], False
+        start = positions[0] + 1
+    chosen = ordered[start : start + limit]
+    return chosen, start + limit < len(ordered)
+
+
+# The default store is for trials and tests: past this many Responses (or Conversations) the
+# oldest go first, so a long-running process does not grow without bound.
+MAX_RECORDS = 1_000
+
+
+class InMemoryResponseStore:
+    def __init__(self, max_records: int = MAX_RECORDS) -> None:
+        self.max_records = max_records
+        self._responses: dict[str, StoredResponse] = {}
+        self._deleted: dict[str, float] = {}
+        self._conversations: dict[str, StoredConversation] = {}
+        self._items: dict[str, list[dict[str, Any]]] = {}
+        self._threads: dict[str, float] = {}
+        self._events = InMemoryResponseEventLog()
+
+    @property
+    def events(self) -> InMemoryResponseEventLog:
+        return self._events
+
+    async def put_response(self, record: StoredResponse) -> None:
+        if record.id in self._deleted:
+            return
+        self._responses.pop(record.id, None)  # a replaced record counts as the newest
+        self._responses[record.id] = record
+        while len(self._responses) > self.max_records:
+            oldest = next(iter(self._responses))  # dicts keep insertion order
+            del self._responses[oldest]
+            await self._events.delete([oldest])
+
+    async def get_response(self, response_id: str, owner_scope: str) -> StoredResponse | None:
+        record = self._responses.get(response_id)
+        return record if record is not None and record.owner_scope == owner_scope else None
+
+    async def delete_response(self, response_id: str, owner_scope: str) -> bool:
+        if await self.get_response(response_id, owner_scope) is None:
+            return False
+        del self._responses[response_id]
+        self._deleted[response_id] = time.time()
+        await self._events.delete([response_id])
+        return True
+
+    async def is_deleted(self, response_id: str) -> bool:
+        return response_id in self._deleted
+
+    async def put_conversation(self, conversation: StoredConversation) -> None:
+        self._conversations[conversation.id] = conversation
+        self._items.setdefault(conversation.id, [])
+        while len(self._conversations) > self.max_records:
+            oldest = next(iter(self._conversations))
+            del self._conversations[oldest]
+            self._items.pop(oldest, None)
+
+    async def get_conversation(
+        self, conversation_id: str, owner_scope: str
+    ) -> StoredConversation | None:
+        found = self._conversations.get(conversation_id)
+        return found if found is not None and found.owner_scope == owner_scope else None
+
+    async def delete_conversation(self, conversation_id: str, owner_scope: str) -> bool:
+        if await self.get_conversation(conversation_id, owner_scope) is None:
+            return False
+        del self._conversations[conversation_id]
+        self._items.pop(conversation_id, None)
+        return True
+
+    async def add_items(self, conversation_id: str, items: Sequence[dict[str, Any]]) -> None:
+        self._items.setdefault(conversation_id, []).extend(items)
+
+    async def list_items(
+        self, conversation_id: str, *, after: str | None, limit: int, order: Order
+    ) -> tuple[list[dict[str, Any]], bool]:
+        return page(self._items.get(conversation_id, []), after=after, limit=limit, order=order)
+
+    async def all_items(self, conversation_id: str) -> list[dict[str, Any]]:
+        return list(self._items.get(conversation_id, []))
+
+    async def get_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+        for item in self._items.get(conversation_id, []):
+            if item.get("id") == item_id:
+                return item
+        return None
+
+    async def delete_item(self, conversation_id: str, item_id: str) -> bool:
+        items = self._items.get(conversation_id, [])
+        kept = [item for item in items if item.get("id") != item_id]
+        self._items[conversation_id] = kept
+        return len(kept) != len(items)
+
+    async def touch_thread(self, thread_id: str) -> None:
+        self._threads[thread_id] = time.time()
+
+    async def forget_thread(self, thread_id: str) -> None:
+        self._threads.pop(thread_id, None)
+
+    async def expire(self, cutoff: int, limit: int) -> tuple[int, list[str]]:
+        old = [key for key, record in self._responses.items() if record.created_at < cutoff]
+        old = old[:limit]
+        for key in old:
+            del self._responses[key]
+        await self._events.delete(old)
+        for key in [key for key, at in self._deleted.items() if at < cutoff]:
+            del self._deleted[key]
+        conversations = [
+            key for key, found in self._conversations.items() if found.updated_at < cutoff
+        ][:limit]
+        for key in conversations:
+            del self._conversations[key]
+            self._items.pop(key, None)
+        threads = [key for key, at in self._threads.items() if at < cutoff][:limit]
+        return len(old) + len(conversations), threads

@@ -1,0 +1,181 @@
+"""Routes of stored Responses (retrieve, replayed stream, delete, input items) and of the
+Conversations API. Thin: the use cases are in `lgos.service.stateful` and `.conversations`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from lgos.core import log_fields
+from lgos.core.errors import InvalidRequestError
+from lgos.http.body import RequestLimits, json_body
+from lgos.http.streaming import EventStreamResponse
+from lgos.service.conversations import Conversations
+from lgos.service.stateful import Page, StatefulResponses
+from lgos.wire import items, responses_decoder
+from lgos.wire.sse import named_event
+
+# A route handler: what the background routes fall back to.
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class StatefulRoutes:
+    """Stored Responses first; an id the store does not answer for (or a background
+    Response, whose result the engine holds) goes to the background routes."""
+
+    def __init__(
+        self,
+        stateful: StatefulResponses,
+        background_retrieve: Endpoint,
+        background_cancel: Endpoint,
+        scope: Callable[[Request], Awaitable[str]],
+        ping_interval: float = 15.0,
+    ) -> None:
+        self.stateful = stateful
+        self.background_retrieve = background_retrieve
+        self.background_cancel = background_cancel
+        self.scope = scope
+        self.ping_interval = ping_interval
+
+    async def retrieve(self, request: Request) -> Response:
+        response_id = request.path_params["response_id"]
+        log_fields.add(response_id=response_id)
+        record = await self.stateful.store.get_response(response_id, await self.scope(request))
+        if record is None or record.background:
+            return await self.background_retrieve(request)
+        query = responses_decoder.decode_retrieve_query(request.query_params)
+        after = query.starting_after
+        if not query.stream:
+            return JSONResponse(record.response)
+        if not record.stream:
+            raise InvalidRequestError(
+                "You can only stream a stored response that was created with stream=true.",
+                param="stream",
+                code="invalid_value",
+            )
+        events = await self.stateful.store.events.read(response_id, -1 if after is None else after)
+        return EventStreamResponse(_replay(events), ping_interval=self.ping_interval)
+
+    async def cancel(self, request: Request) -> Response:
+        response_id = request.path_params["response_id"]
+        record = await self.stateful.store.get_response(response_id, await self.scope(request))
+        if record is not None and not record.background:
+            raise InvalidRequestError(
+                "Cannot cancel a synchronous response.", param="response_id", code="invalid_value"
+            )
+        return await self.background_cancel(request)
+
+    async def delete(self, request: Request) -> Response:
+        response_id = request.path_params["response_id"]
+        log_fields.add(response_id=response_id)
+        deleted = await self.stateful.delete(response_id, await self.scope(request))
+        return JSONResponse(deleted)
+
+    async def input_items(self, request: Request) -> Response:
+        response_id = request.path_params["response_id"]
+        log_fields.add(response_id=response_id)
+        listing = await self.stateful.input_items(
+            response_id, await self.scope(request), page_params(request)
+        )
+        return JSONResponse(listing)
+
+
+async def _replay(events: list[dict[str, Any]]) -> AsyncGenerator[bytes]:
+    for event in events:
+        yield named_event(event)
+
+
+def page_params(request: Request) -> Page:
+    """`after`, `limit` (1 to 100, default 20) and `order` (asc or desc, default desc).
+    `include[]` is accepted and ignored: no stored item has optional parts."""
+    query = request.query_params
+    raw_limit = query.get("limit")
+    limit = items.DEFAULT_LIMIT
+    if raw_limit is not None:
+        try:
+            limit = int(raw_limit)
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= items.MAX_LIMIT:
+            raise InvalidRequestError(
+                f"Invalid 'limit': expected an integer from 1 to {items.MAX_LIMIT}.",
+                param="limit",
+                code="invalid_value",
+            )
+    order = query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise InvalidRequestError(
+            "Invalid 'order': expected 'asc' or 'desc'.", param="order", code="invalid_value"
+        )
+    return Page(after=query.get("after") or None, limit=limit, order=order)  # type: ignore[arg-type]
+
+
+class ConversationRoutes:
+    def __init__(
+        self,
+        conversations: Conversations,
+        scope: Callable[[Request], Awaitable[str]],
+        limits: RequestLimits,
+    ) -> None:
+        self.conversations = conversations
+        self.scope = scope
+        self.limits = limits
+
+    async def create(self, request: Request) -> Response:
+        return JSONResponse(
+            await self.conversations.create(
+                await self.scope(request), await json_body(request, self.limits)
+            )
+        )
+
+    async def retrieve(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        return JSONResponse(
+            await self.conversations.retrieve(await self.scope(request), conversation_id)
+        )
+
+    async def update(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        body = await json_body(request, self.limits)
+        return JSONResponse(
+            await self.conversations.update(await self.scope(request), conversation_id, body)
+        )
+
+    async def delete(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        return JSONResponse(
+            await self.conversations.delete(await self.scope(request), conversation_id)
+        )
+
+    async def list_items(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        listing = await self.conversations.list_items(
+            await self.scope(request), conversation_id, page_params(request)
+        )
+        return JSONResponse(listing)
+
+    async def add_items(self, request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        body = await json_body(request, self.limits)
+        return JSONResponse(
+            await self.conversations.add_items(await self.scope(request), conversation_id, body)
+        )
+
+    async def get_item(self, request: Request) -> Response:
+        params = request.path_params
+        return JSONResponse(
+            await self.conversations.get_item(
+                await self.scope(request), params["conversation_id"], params["item_id"]
+            )
+        )
+
+    async def delete_item(self, request: Request) -> Response:
+        params = request.path_params
+        return JSONResponse(
+            await self.conversations.delete_item(
+                await self.scope(request), params["conversation_id"], params["item_id"]
+            )
+        )

@@ -1,0 +1,86 @@
+"""Graphs for the stateful tests, served by `lgos serve tests.stateful.registry:create_registry`.
+
+- `history`: no memory of its own; answers with the conversation it was sent.
+- `counter`: keeps its thread (GraphFeature.THREADS); its own state counts the turns, so an
+  answer `turn 3` proves the thread was reused, and `saw` shows only the new input arrived.
+- `approval`: pauses for review, then answers with what it was sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import interrupt
+
+from lgos import GraphConfig, GraphFeature, GraphRegistry
+from lgos.server import ServerResources
+
+
+def describe(messages: list[BaseMessage]) -> str:
+    return "|".join(f"{message.type}:{message.text}" for message in messages)
+
+
+class CounterState(MessagesState):
+    turns: int
+    seen: int
+
+
+def history_graph() -> Any:
+    async def node(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content="saw " + describe(state["messages"]))]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    builder.add_edge("node", END)
+    return builder.compile()
+
+
+def counter_graph(checkpointer: Any) -> Any:
+    async def node(state: CounterState) -> dict[str, Any]:
+        turns = state.get("turns", 0) + 1
+        new = state["messages"][state.get("seen", 0) :]
+        answer = AIMessage(content=f"turn {turns} saw {describe(new)}")
+        return {"turns": turns, "seen": len(state["messages"]) + 1, "messages": [answer]}
+
+    builder = StateGraph(CounterState)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    builder.add_edge("node", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def approval_graph(checkpointer: Any) -> Any:
+    async def ask(state: MessagesState) -> dict[str, Any]:
+        decision = interrupt({"question": "Approve?"})
+        return {"messages": [AIMessage(content=f"decided {decision}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def create_registry(resources: ServerResources) -> GraphRegistry:
+    background = GraphFeature.BACKGROUND
+    return GraphRegistry(
+        graphs={
+            "history": GraphConfig(
+                graph=history_graph(), description="Answers with its history", features={background}
+            ),
+            "counter": GraphConfig(
+                graph=counter_graph(resources.checkpointer),
+                description="Counts turns on its thread",
+                features={GraphFeature.THREADS, background},
+            ),
+            "approval": GraphConfig(
+                graph=approval_graph(resources.checkpointer),
+                description="Asks before answering",
+                features={GraphFeature.INTERRUPTS, background},
+            ),
+        },
+        run_coordinator=resources.run_coordinator,
+    )

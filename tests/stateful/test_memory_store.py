@@ -1,0 +1,47 @@
+"""The in-memory store keeps a bounded number of records: a long trial does not grow forever."""
+
+from __future__ import annotations
+
+import pytest
+
+from lgos.core.stored import StoredResponse
+from lgos.core.stored_memory import InMemoryResponseStore
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_oldest_responses_go_first_past_the_bound() -> None:
+    store = InMemoryResponseStore(max_records=3)
+    for number in range(5):
+        await store.put_response(StoredResponse(id=f"resp_{number}", owner_scope="s", model="m"))
+    kept = [await store.get_response(f"resp_{number}", "s") for number in range(5)]
+    assert [record is not None for record in kept] == [False, False, True, True, True]
+
+
+async def test_retention_deletes_old_records_and_unused_threads() -> None:
+    from datetime import timedelta
+
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from lgos.core.stored import StoredConversation
+    from lgos.run.expiry import expire_stored_responses
+    from tests.stateful.registry import counter_graph
+
+    saver = InMemorySaver()
+    graph = counter_graph(saver)
+    await graph.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t1"}})
+    store = InMemoryResponseStore()
+    await store.put_response(
+        StoredResponse(id="resp_old", owner_scope="s", model="m", created_at=1)
+    )
+    await store.put_response(StoredResponse(id="resp_new", owner_scope="s", model="m"))
+    await store.put_conversation(StoredConversation(id="conv_old", owner_scope="s", updated_at=1))
+    await store.touch_thread("t1")
+    store._threads["t1"] = 1.0  # used long ago
+    deleted = await expire_stored_responses(store, saver, older_than=timedelta(days=30))
+    assert deleted == 2
+    assert await store.get_response("resp_old", "s") is None
+    assert await store.get_response("resp_new", "s") is not None
+    assert await store.get_conversation("conv_old", "s") is None
+    assert await saver.aget_tuple({"configurable": {"thread_id": "t1"}}) is None
