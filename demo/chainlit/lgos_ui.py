@@ -81,9 +81,10 @@ class SettingSpec:
 def setting_specs(client_settings: dict[str, Any] | None) -> list[SettingSpec]:
     """Map `lgos.client_settings` to widgets; properties outside the small subset are skipped.
 
-    boolean → switch, string enum → select, string → text, integer with minimum and maximum →
-    slider (its range in the description), any other integer or number → number box. The
-    `defaults` object is authoritative; schema `default` keywords are only a fallback.
+    boolean → switch, string enum → select, string → text, integer with minimum and maximum a
+    slider's width apart at most → slider, any other integer or number → number box (with its
+    range in the description when it has one). The `defaults` object is authoritative; schema
+    `default` keywords are only a fallback.
     """
     if not client_settings:
         return []
@@ -105,7 +106,7 @@ def setting_specs(client_settings: dict[str, Any] | None) -> list[SettingSpec]:
             specs.append(SettingSpec(kind="select", default=initial, choices=choices, **common))
         elif kind == "string":
             specs.append(SettingSpec(kind="text", default=default or "", **common))
-        elif kind == "integer" and "minimum" in prop and "maximum" in prop:
+        elif kind == "integer" and _fits_a_slider(prop):
             lo, hi = int(prop["minimum"]), int(prop["maximum"])
             initial = int(default) if default is not None else lo
             common["description"] = _with_range(common["description"], lo, hi)
@@ -125,6 +126,15 @@ def setting_specs(client_settings: dict[str, Any] | None) -> list[SettingSpec]:
                 )
             )
     return specs
+
+
+# A slider wider than this many steps cannot land on one value by hand: a number box can.
+MAX_SLIDER_STEPS = 1000
+
+
+def _fits_a_slider(prop: dict[str, Any]) -> bool:
+    lo, hi = prop.get("minimum"), prop.get("maximum")
+    return isinstance(lo, int) and isinstance(hi, int) and 0 < hi - lo <= MAX_SLIDER_STEPS
 
 
 def _with_range(description: Any, lo: Any, hi: Any) -> str:

@@ -86,7 +86,10 @@ class StatefulResponses:
                     param="previous_response_id",
                     code="previous_response_not_found",
                 )
-            output = await self.output_of(record, scope, param="previous_response_id")
+            if decoded.answers is not None:
+                output = await self.known_output(record)
+            else:
+                output = await self.output_of(record, scope, param="previous_response_id")
             history = [*record.history, *record.input_items, *output]
             thread = ids.parse_run_response_id(previous_id)
             seen = (
@@ -279,6 +282,15 @@ class StatefulResponses:
                     code="response_in_progress",
                 )
         if snapshot["status"] != "completed":
+            return []
+        return _stored_output(snapshot)
+
+    async def known_output(self, record: StoredResponse) -> list[dict[str, Any]]:
+        """The output of a paused Response being answered, as far as it is still known. The
+        run holds the question, so the answer never waits on the engine: one that has forgotten
+        the Response (an in-memory engine restarted) leaves the pause out of the history."""
+        snapshot = record.response or await self._background_snapshot(record)
+        if snapshot is None or snapshot["status"] != "completed":
             return []
         return _stored_output(snapshot)
 

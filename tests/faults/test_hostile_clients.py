@@ -159,21 +159,20 @@ async def hostile_inputs(server: Process) -> None:
         assert ok.status_code == 200, ok.text
     baseline = memory_kb(pid, "VmRSS")
 
-    # Ten 20 MB bodies at once, declared: refused before a byte of the body is read.
+    # Ten 20 MB bodies at once, declared: refused on the head alone, so before a byte of the
+    # body is sent (a server that waited for the body would leave these exchanges hanging).
     declared = (
         "POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
         f"content-length: {20 * 1024 * 1024}\r\n\r\n"
     ).encode()
-    replies = await asyncio.gather(
-        *(exchange(server, declared, body_chunks=320, chunk=b"x" * 65536) for _ in range(10))
-    )
-    for reply, sent in replies:
-        assert reply, sent
+    replies = await asyncio.gather(*(exchange(server, declared) for _ in range(10)))
+    for reply, _ in replies:
         status, error = envelope(reply)
         assert (status, error["code"]) == (413, "request_too_large")
-        assert sent < 20 * 1024 * 1024
 
-    # Ten chunked bodies that never end: cut off once past the limit.
+    # Ten chunked bodies that never end: cut off once past the limit. How much a client writes
+    # before it reads the reply depends on its own loop and the kernel's buffers, so the replies
+    # and the server's peak memory (below) are what is checked.
     chunked_head = (
         b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
         b"transfer-encoding: chunked\r\n\r\n"
@@ -182,20 +181,18 @@ async def hostile_inputs(server: Process) -> None:
     replies = await asyncio.gather(
         *(exchange(server, chunked_head, body_chunks=400, chunk=piece) for _ in range(10))
     )
-    for reply, sent in replies:
+    for reply, _ in replies:
         status, error = envelope(reply)
         assert (status, error["code"]) == (413, "request_too_large")
-        assert sent < 20 * 1024 * 1024
 
     # Eight 50 MB headers at once: 431 once the head passes the limit.
     header_head = b"GET /v1/models HTTP/1.1\r\nhost: x\r\nx-big: "
     replies = await asyncio.gather(
         *(exchange(server, header_head, body_chunks=800, chunk=b"a" * 65536) for _ in range(8))
     )
-    for reply, sent in replies:
+    for reply, _ in replies:
         status, error = envelope(reply)
         assert (status, error["code"]) == (431, "request_headers_too_large")
-        assert sent < 50 * 1024 * 1024
 
     # Uvicorn's own 400 for a request it cannot parse.
     reply, _ = await exchange(server, b"NOT HTTP AT ALL\r\n\r\n")

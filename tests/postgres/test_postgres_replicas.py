@@ -275,3 +275,44 @@ async def test_a_run_killed_mid_execution_is_swept_after_the_ttl(
     assert deleted == 1
     assert await checkpoint_count(database, thread_id) == 0
     assert await paused_threads(database) == set()
+
+
+@pytest.mark.parametrize("answer_in_background", [False, True], ids=["foreground", "background"])
+async def test_a_background_pause_is_answered_after_its_in_memory_engine_restarts(
+    database: str, servers: list[Process], answer_in_background: bool
+) -> None:
+    """The in-memory engine forgets its Responses with its process; the pause lives in
+    PostgreSQL, so the question is still answerable by its Response id (what Chainlit does
+    after a restart)."""
+    in_memory = {"LGOS_BACKGROUND": "memory"}
+    first = await start(servers, DEMO, database, in_memory)
+    async with sdk(first) as client:
+        queued = await client.responses.create(
+            model="background-interrupt",
+            input="a restart in the middle",
+            background=True,
+            metadata={"lgos_settings": json.dumps({"delay_seconds": 0})},
+        )
+        with anyio.fail_after(60):
+            paused = queued
+            while paused.status in ("queued", "in_progress"):
+                await anyio.sleep(0.05)
+                paused = await client.responses.retrieve(queued.id)
+    call = pending_call(paused)
+
+    await anyio.to_thread.run_sync(first.kill)
+    second = await start(servers, DEMO, database, in_memory)
+    async with sdk(second) as client:
+        finished = await client.responses.create(
+            model=paused.model,
+            previous_response_id=paused.id,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "approve"}],
+            background=answer_in_background,
+        )
+        with anyio.fail_after(60):
+            while finished.status in ("queued", "in_progress"):
+                await anyio.sleep(0.05)
+                finished = await client.responses.retrieve(finished.id)
+    assert finished.status == "completed"
+    assert "a restart in the middle" in finished.output_text
+    assert await paused_threads(database) == set()

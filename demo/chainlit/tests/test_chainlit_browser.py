@@ -183,7 +183,8 @@ def test_integer_setting_outside_its_type_is_explained_and_not_used(
     chat.page.locator("#chat-settings-open-modal").click()
     dialog = chat.page.get_by_role("dialog")
     words = dialog.locator("#words")
-    expect(words).to_be_visible()  # an integer without bounds is a number box, not hidden
+    # An integer with a range too wide for a slider (1 to 5000) is a number box, not hidden.
+    expect(words).to_be_visible()
     words.fill("2.5")
     dialog.locator("#confirm").click()
     expect(

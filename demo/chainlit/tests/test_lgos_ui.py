@@ -19,6 +19,7 @@ SETTINGS = {
             "signature": {"type": "string"},
             "delay_seconds": {"type": "integer", "minimum": 0, "maximum": 300},
             "unbounded": {"type": "integer"},
+            "wide": {"type": "integer", "minimum": 1, "maximum": 5000},
             "tags": {"type": "array", "items": {"type": "string"}},
         },
     },
@@ -39,8 +40,18 @@ def test_catalog_entry_without_lgos_metadata_has_limited_functionality() -> None
 
 def test_schema_subset_becomes_widgets_with_authoritative_defaults() -> None:
     specs = {s.key: s for s in ui.setting_specs(SETTINGS)}
-    assert set(specs) == {"audience", "enthusiastic", "signature", "delay_seconds", "unbounded"}
+    assert set(specs) == {
+        "audience",
+        "enthusiastic",
+        "signature",
+        "delay_seconds",
+        "unbounded",
+        "wide",
+    }
     assert specs["unbounded"].kind == "integer"  # a number box: never hidden
+    wide = specs["wide"]  # too many steps for a slider: a number box that states its range
+    assert (wide.kind, wide.minimum, wide.maximum) == ("integer", 1, 5000)
+    assert wide.description == "Allowed: 1 to 5000."
     assert specs["audience"].kind == "select"
     assert specs["audience"].default == "general"  # `defaults` wins over the schema keyword
     assert specs["audience"].choices == ["general", "expert"]
