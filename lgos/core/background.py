@@ -142,6 +142,10 @@ class ResponseEventLog(Protocol):
         """Return when an event after `after` may be there, or after `patience` seconds."""
         ...
 
+    async def last(self, run_id: str) -> dict[str, Any] | None:
+        """The event with the highest sequence number, or None when there is none."""
+        ...
+
     async def delete(self, run_ids: Iterable[str]) -> None:
         """Forget the events of these runs (retention)."""
         ...

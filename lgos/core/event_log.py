@@ -29,6 +29,10 @@ class InMemoryResponseEventLog:
         stored = self._events.get(run_id, {})
         return [stored[number] for number in sorted(stored) if number > after]
 
+    async def last(self, run_id: str) -> dict[str, Any] | None:
+        stored = self._events.get(run_id)
+        return stored[max(stored)] if stored else None
+
     async def wait(self, run_id: str, after: int, patience: float) -> None:
         if any(number > after for number in self._events.get(run_id, {})):
             return

@@ -588,6 +588,16 @@ class PostgresResponseEventLog:
             )
             return [row[0] for row in await cur.fetchall()]
 
+    async def last(self, run_id: str) -> dict[str, Any] | None:
+        async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                "SELECT event FROM lgos_response_events WHERE run_id = %s "
+                "ORDER BY sequence_number DESC LIMIT 1",
+                (run_id,),
+            )
+            row = await cur.fetchone()
+        return None if row is None else dict(row[0])
+
     async def wait(self, run_id: str, after: int, patience: float) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + patience

@@ -161,7 +161,7 @@ class BackgroundResponses:
     ) -> dict[str, Any] | AsyncGenerator[bytes]:
         run = await self._owned_run(response_id, owner_scope)
         if not stream:
-            return snapshot(run)
+            return await self._polled(run)
         if not run.job.stream or self.events is None:
             raise InvalidRequestError(
                 "You can only start a new stream from a background response if you created "
@@ -177,6 +177,17 @@ class BackgroundResponses:
             assert self.backend is not None
             await self.backend.cancel(run.id)
             run = await self.backend.get(run.id) or run
+        return snapshot(run)
+
+    async def _polled(self, run: BackgroundRun) -> dict[str, Any]:
+        """A poll shows what the stream ended with as soon as the stream ended: a worker
+        writes a streamed run's terminal event before its engine records the end (Hatchet's
+        REST view of a run lags the engine by a second or more)."""
+        if not run.terminal and run.job.stream and self.events is not None:
+            last = await self.events.last(run.id)
+            if last is not None and last.get("type") in TERMINAL_EVENTS:
+                finished: dict[str, Any] = last["response"]
+                return finished
         return snapshot(run)
 
     async def _owned_run(self, response_id: str, owner_scope: str) -> BackgroundRun:
