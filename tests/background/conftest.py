@@ -11,6 +11,7 @@ import signal
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 import psycopg
 import pytest
 from openai import AsyncOpenAI
@@ -109,8 +110,11 @@ class Deployment:
 
     async def close_clients(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.close()
+        # Bounded: a connection left mid-stream by a failed test must fail this teardown, not
+        # hang the whole run (a hang here outlived pytest-timeout once, on a loaded machine).
+        with anyio.fail_after(60):
+            for client in clients:
+                await client.close()
 
     # The test's side of tests.background.registry's gates and step records.
 
