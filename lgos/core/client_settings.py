@@ -56,11 +56,7 @@ class ClientSettings(BaseModel):
         try:
             values = safe_json.loads(raw)
         except safe_json.JSONLimitError as error:
-            raise InvalidRequestError(
-                f"Invalid '{SETTINGS_PARAM}': {error.problem} is not accepted.",
-                param=SETTINGS_PARAM,
-                code="invalid_value",
-            ) from None
+            raise error.refusal(SETTINGS_PARAM) from None
         except json.JSONDecodeError as error:
             raise InvalidRequestError(
                 f"Invalid '{SETTINGS_PARAM}': expected a JSON object string ({error.msg}).",

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from lgos.core.errors import InvalidRequestError
+
 __all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "JSONLimitError", "loads"]
 
 # Far deeper than any real request (an OpenAI body is about 6 levels, tool arguments rarely
@@ -30,6 +32,13 @@ class JSONLimitError(ValueError):
         super().__init__(problem)
         self.problem = problem
         self.path = path
+
+    def refusal(self, param: str | None, where: str | None = None) -> InvalidRequestError:
+        """The 400 a client gets for it: `param` names the field or JSON string that holds it."""
+        place = where or f"'{param}'"
+        return InvalidRequestError(
+            f"Invalid {place}: {self.problem} is not accepted.", param=param, code="invalid_value"
+        )
 
 
 class _Rejected:

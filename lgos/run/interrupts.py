@@ -216,11 +216,7 @@ def _schema_answer(output: str, schema: dict[str, Any], param: str) -> Any:
     try:
         value = safe_json.loads(output)
     except safe_json.JSONLimitError as error:
-        raise InvalidRequestError(
-            f"Invalid '{param}': the function_call_output holds {error.problem}.",
-            param=param,
-            code="invalid_value",
-        ) from None
+        raise error.refusal(param) from None
     except json.JSONDecodeError:
         value = output  # a bare string answer, which a string schema accepts
     try:

@@ -148,14 +148,10 @@ def json_limit_error(
 ) -> InvalidRequestError:
     """A 400 for JSON past a limit: in the body (`param` None: the path names the field) or
     inside a JSON string the request carries (`param` names that string)."""
-    if param is None:
-        param = param_path(error.path) or None
-        where = f"'{param}'" if param else "the request body"
-    else:
-        where = f"'{param}'"
-    return InvalidRequestError(
-        f"Invalid {where}: {error.problem} is not accepted.", param=param, code="invalid_value"
-    )
+    if param is not None:
+        return error.refusal(param)
+    located = param_path(error.path) or None
+    return error.refusal(located, None if located else "the request body")
 
 
 def param_path(location: tuple[int | str, ...]) -> str:
