@@ -26,6 +26,7 @@ from lgos.core.background import (
     ResponseStatus,
     digest,
     event_log,
+    logged_end,
     request_digest,
 )
 from lgos.core.errors import IdempotencyKeyReusedError, InvalidRequestError, NotFoundError
@@ -157,9 +158,17 @@ class BackgroundResponses:
         return self._tail(run, self.events, after=-1)
 
     async def retrieve(
-        self, response_id: str, *, owner_scope: str, stream: bool, starting_after: int | None
+        self,
+        response_id: str,
+        *,
+        owner_scope: str,
+        stream: bool,
+        starting_after: int | None,
+        indexed: bool = False,
     ) -> dict[str, Any] | AsyncGenerator[bytes]:
-        run = await self._owned_run(response_id, owner_scope)
+        """`indexed`: the caller found this id in the store under this owner, so it was not
+        deleted (a delete removes the record and marks the id in one transaction)."""
+        run = await self._owned_run(response_id, owner_scope, indexed=indexed)
         if not stream:
             return await self._polled(run)
         if not run.job.stream or self.events is None:
@@ -171,8 +180,10 @@ class BackgroundResponses:
             )
         return self._tail(run, self.events, after=-1 if starting_after is None else starting_after)
 
-    async def cancel(self, response_id: str, *, owner_scope: str) -> dict[str, Any]:
-        run = await self._owned_run(response_id, owner_scope)
+    async def cancel(
+        self, response_id: str, *, owner_scope: str, indexed: bool = False
+    ) -> dict[str, Any]:
+        run = await self._owned_run(response_id, owner_scope, indexed=indexed)
         if not run.terminal:
             assert self.backend is not None
             await self.backend.cancel(run.id)
@@ -182,25 +193,24 @@ class BackgroundResponses:
     async def _polled(self, run: BackgroundRun) -> dict[str, Any]:
         """A poll shows what the stream ended with as soon as the stream ended: a worker
         writes a streamed run's terminal event before its engine records the end (Hatchet's
-        REST view of a run lags the engine by a second or more)."""
-        if not run.terminal and run.job.stream and self.events is not None:
-            last = await self.events.last(run.id)
-            if last is not None and last.get("type") in TERMINAL_EVENTS:
-                finished: dict[str, Any] = last["response"]
-                return finished
-        return snapshot(run)
+        REST view of a run lags the engine by a second or more). On an engine whose workers
+        log every run's end, the same holds for a run without a stream."""
+        return await logged_end(run, self.backend) or snapshot(run)
 
-    async def _owned_run(self, response_id: str, owner_scope: str) -> BackgroundRun:
+    async def _owned_run(
+        self, response_id: str, owner_scope: str, *, indexed: bool = False
+    ) -> BackgroundRun:
         log_fields.add(response_id=response_id)
         parsed = ids.parse_run_response_id(response_id)
         run = None
         if parsed is not None and self.backend is not None:
             run = await self.backend.get(parsed.nonce)
         # A foreign id is indistinguishable from an unknown one, and so is a deleted one.
-        deleted = self.stateful is not None and await self.stateful.store.is_deleted(response_id)
+        store = self.stateful.store if self.stateful is not None else None
+        if run is not None and not indexed and store and await store.is_deleted(response_id):
+            run = None
         if (
-            deleted
-            or run is None
+            run is None
             or run.job.run_id != (parsed.run_id if parsed else None)
             or run.job.owner_scope != owner_scope
         ):
