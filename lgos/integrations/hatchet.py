@@ -1,7 +1,8 @@
 """Hatchet engine: background Responses as runs of one Hatchet task.
 
-API processes trigger the task (gRPC), read runs over REST (a missing run is a prompt 404,
-where the gRPC details call retries NOT_FOUND for many seconds) and cancel them; `lgos worker`
+API processes trigger the task (gRPC), read runs over REST (the gRPC details call retries
+NOT_FOUND for many seconds; the SDK's REST read also retries a 404, with backoff, while its
+view does not show a new run yet, a second or more) and cancel them; `lgos worker`
 (`LGOS_BACKGROUND=hatchet`) runs the task with the registry and resources in the worker's
 lifespan. Hatchet stores each run's input (the `BackgroundJob`) and output (the Response JSON).
 

@@ -28,6 +28,7 @@ from lgos.core.background import (
     event_log,
     logged_end,
     request_digest,
+    results_in_log,
 )
 from lgos.core.errors import IdempotencyKeyReusedError, InvalidRequestError, NotFoundError
 from lgos.core.registry import GraphFeature, GraphRegistry
@@ -168,6 +169,10 @@ class BackgroundResponses:
     ) -> dict[str, Any] | AsyncGenerator[bytes]:
         """`indexed`: the caller found this id in the store under this owner, so it was not
         deleted (a delete removes the record and marks the id in one transaction)."""
+        if indexed and not stream:
+            ended = await self._ended_in_log(response_id)
+            if ended is not None:
+                return ended
         run = await self._owned_run(response_id, owner_scope, indexed=indexed)
         if not stream:
             return await self._polled(run)
@@ -196,6 +201,20 @@ class BackgroundResponses:
         REST view of a run lags the engine by a second or more). On an engine whose workers
         log every run's end, the same holds for a run without a stream."""
         return await logged_end(run, self.backend) or snapshot(run)
+
+    async def _ended_in_log(self, response_id: str) -> dict[str, Any] | None:
+        """On an engine whose workers log every run's end: the end, read without asking the
+        engine (Hatchet's REST view of a run shows it a second or more late, and an SDK read of
+        a run it does not show yet retries for as long). Only for an id the store holds under
+        the caller's owner, which proves the run is theirs."""
+        parsed = ids.parse_run_response_id(response_id)
+        if parsed is None or self.events is None or not results_in_log(self.backend):
+            return None
+        last = await self.events.last(parsed.nonce)
+        if last is None or last.get("type") not in TERMINAL_EVENTS:
+            return None
+        ended: dict[str, Any] = last["response"]
+        return ended
 
     async def _owned_run(
         self, response_id: str, owner_scope: str, *, indexed: bool = False
