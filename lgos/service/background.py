@@ -145,12 +145,12 @@ class BackgroundResponses:
         log_fields.add(response_id=response_id(run), run_id=run.job.run_id)
         # Index a new run only: a retry that found its run (another job) was indexed already.
         # Compared as JSON, the form in which an engine stores and returns the job.
-        if self.stateful is not None and run.job.model_dump(mode="json") == job.model_dump(
-            mode="json"
-        ):
+        new = run.job.model_dump(mode="json") == job.model_dump(mode="json")
+        if self.stateful is not None and new:
             await self.stateful.remember_background(prepared, owner_scope, response_id(run))
         if not decoded.stream:
-            return snapshot(run)
+            # A retry shows the run as a poll would (its end may be in the log already).
+            return snapshot(run) if new else await self._polled(run)
         assert self.events is not None
         # The stream's first two events. A retry that found the run already created keeps
         # the stored ones: the log never replaces an existing sequence number.
@@ -169,10 +169,9 @@ class BackgroundResponses:
     ) -> dict[str, Any] | AsyncGenerator[bytes]:
         """`indexed`: the caller found this id in the store under this owner, so it was not
         deleted (a delete removes the record and marks the id in one transaction)."""
-        if indexed and not stream:
-            ended = await self._ended_in_log(response_id)
-            if ended is not None:
-                return ended
+        parsed = ids.parse_run_response_id(response_id)
+        if indexed and not stream and parsed is not None and results_in_log(self.backend):
+            return await self._poll_with_log(response_id, parsed.nonce, owner_scope)
         run = await self._owned_run(response_id, owner_scope, indexed=indexed)
         if not stream:
             return await self._polled(run)
@@ -202,19 +201,39 @@ class BackgroundResponses:
         log every run's end, the same holds for a run without a stream."""
         return await logged_end(run, self.backend) or snapshot(run)
 
-    async def _ended_in_log(self, response_id: str) -> dict[str, Any] | None:
-        """On an engine whose workers log every run's end: the end, read without asking the
-        engine (Hatchet's REST view of a run shows it a second or more late, and an SDK read of
-        a run it does not show yet retries for as long). Only for an id the store holds under
-        the caller's owner, which proves the run is theirs."""
-        parsed = ids.parse_run_response_id(response_id)
-        if parsed is None or self.events is None or not results_in_log(self.backend):
-            return None
-        last = await self.events.last(parsed.nonce)
-        if last is None or last.get("type") not in TERMINAL_EVENTS:
-            return None
-        ended: dict[str, Any] = last["response"]
-        return ended
+    async def _poll_with_log(
+        self, response_id: str, run_id: str, owner_scope: str
+    ) -> dict[str, Any]:
+        """A poll on an engine whose workers log every run's end (Hatchet): whichever answers
+        first, the engine or the log. The engine's view of a run lags (Hatchet's REST view
+        shows a new run a second or more late, and the SDK's read of a run it does not show
+        yet retries for as long), while the log has the end as soon as the worker does. Only
+        for an id the store holds under the caller's owner, which proves the run is theirs.
+        """
+        log = self.events
+        assert log is not None  # results_in_log
+        engine = asyncio.ensure_future(self._owned_run(response_id, owner_scope, indexed=True))
+        after = -1
+        try:
+            while not engine.done():
+                last = await log.last(run_id)
+                if last is not None and last.get("type") in TERMINAL_EVENTS:
+                    ended: dict[str, Any] = last["response"]
+                    return ended
+                if last is not None:
+                    after = int(last["sequence_number"])
+                woken = asyncio.ensure_future(log.wait(run_id, after, STATUS_CHECK_SECONDS))
+                try:
+                    await asyncio.wait({engine, woken}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    woken.cancel()
+            return await self._polled(engine.result())
+        finally:
+            # Answered by the log: the engine's read is not needed any more (and a failure it
+            # had meanwhile is moot).
+            engine.cancel()
+            if engine.done() and not engine.cancelled():
+                engine.exception()
 
     async def _owned_run(
         self, response_id: str, owner_scope: str, *, indexed: bool = False
