@@ -8,9 +8,13 @@ and counts every statement psycopg's cursors execute, the engine clients' includ
 - the foreground review round trip on `background-interrupt` (pause, then the answer), with
   the in-memory engine;
 - a background create and one poll of it (`GET /v1/responses/{id}`), with DBOS (the API
-  only: no worker runs, so the run stays queued and every poll reads the same state).
+  only: no worker runs, so the run stays queued and every poll reads the same state);
+- LGOS's part of a background run in a worker (`JobExecutor` with durable runs, as `lgos
+  worker` builds it), on the jobs those creates queued: DBOS's own statements around it are
+  not counted.
 
-Prints the statements per operation, grouped by their first words.
+Prints the statements per operation, grouped by their first words, and this process's CPU
+time per operation (the HTTP client's included: compare versions, not with other figures).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import asyncio
 import collections
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -38,6 +43,7 @@ class Counter:
     def __init__(self) -> None:
         self.counts: collections.Counter[str] = collections.Counter()
         self.counting = False
+        self.cpu_seconds = 0.0
 
     def record(self, query: Any) -> None:
         if not self.counting:
@@ -50,10 +56,12 @@ class Counter:
     def measuring(self) -> Iterator[collections.Counter[str]]:
         self.counts = collections.Counter()
         self.counting = True
+        started = time.process_time()
         try:
             yield self.counts
         finally:
             self.counting = False
+            self.cpu_seconds = time.process_time() - started
 
 
 def install(counter: Counter) -> None:
@@ -97,9 +105,12 @@ async def served(uri: str, engine: str) -> AsyncIterator[httpx.AsyncClient]:
             yield http
 
 
-def report(name: str, counts: collections.Counter[str], runs: int) -> None:
+def report(name: str, counts: collections.Counter[str], runs: int, cpu_seconds: float) -> None:
     total = sum(counts.values())
-    print(f"{name}: {total / runs:.1f} statements per operation")
+    print(
+        f"{name}: {total / runs:.1f} statements, {cpu_seconds * 1000 / runs:.2f} ms CPU "
+        "per operation"
+    )
     for kind, count in counts.most_common():
         print(f"  {count / runs:5.1f}  {kind}")
 
@@ -135,15 +146,22 @@ async def review(counter: Counter, runs: int) -> None:
                         },
                     )
                     assert final.json()["status"] == "completed", final.text
-    report("foreground review round trip (pause + answer)", counts, runs)
+    report("foreground review round trip (pause + answer)", counts, runs, counter.cpu_seconds)
 
 
-async def background_poll(counter: Counter, runs: int) -> None:
+async def background(counter: Counter, runs: int) -> None:
+    from lgos.background.executor import DurableRuns, JobExecutor
+    from lgos.integrations.dbos import open_dbos_client
+    from lgos.server.app import import_factory, open_registry
+    from lgos.server.resources import open_resources
+    from lgos.server.settings import ServerSettings
+    from lgos.wire import ids
+
     with database() as uri:
         async with served(uri, "dbos") as http:
             with counter.measuring() as created:
-                ids = []
-                for index in range(runs):
+                response_ids = []
+                for index in range(runs + 1):
                     response = await http.post(
                         "/responses",
                         json={
@@ -153,20 +171,46 @@ async def background_poll(counter: Counter, runs: int) -> None:
                             "metadata": NO_DELAY,
                         },
                     )
-                    ids.append(response.json()["id"])
+                    response_ids.append(response.json()["id"])
+            report("background create (DBOS)", created, runs + 1, counter.cpu_seconds)
+            for response_id in response_ids:  # warm
+                await http.get(f"/responses/{response_id}")
             with counter.measuring() as polled:
-                for response_id in ids:
+                for response_id in response_ids[1:]:
                     poll = await http.get(f"/responses/{response_id}")
                     assert poll.json()["status"] == "queued", poll.text
-    report("background create (DBOS)", created, runs)
-    report("background poll (DBOS)", polled, runs)
+            report("background poll (DBOS)", polled, runs, counter.cpu_seconds)
+        settings = ServerSettings(REGISTRY=REGISTRY, POSTGRES_URI=uri, BACKGROUND="dbos")
+        async with (
+            open_resources(settings) as resources,
+            open_dbos_client(uri, resources.events) as engine,
+            open_registry(import_factory(REGISTRY), resources) as registry,
+        ):
+            executor = JobExecutor(
+                registry=registry,
+                durable=DurableRuns(resources.checkpointer, resources.run_coordinator),
+                events=resources.events,
+            )
+            queued = []
+            for response_id in response_ids:
+                parsed = ids.parse_run_response_id(response_id)
+                assert parsed is not None
+                run = await engine.get(parsed.nonce)
+                assert run is not None
+                queued.append(run)
+            await executor(queued[0].job, queued[0].id)  # warm
+            with counter.measuring() as ran:
+                for run in queued[1:]:
+                    result = await executor(run.job, run.id)
+                    assert result["status"] == "completed", result
+            report("background run in a worker, LGOS's part", ran, runs, counter.cpu_seconds)
 
 
 async def main_async(runs: int) -> None:
     counter = Counter()
     install(counter)
     await review(counter, runs)
-    await background_poll(counter, runs)
+    await background(counter, runs)
 
 
 def main(argv: list[str] | None = None) -> int:
