@@ -16,7 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -204,6 +204,27 @@ def test_compose_runs_the_scripts_the_local_stack_runs() -> None:
         command = services[name]["command"]
         assert isinstance(command, list)
         assert f"lgos {command[1]} {command[2]}" in justfile, name
+
+
+def test_both_uis_get_the_starter_prompts() -> None:
+    """Chainlit's image and Open WebUI's sync job hold only their own folder: demo/starters.json
+    is mounted where each one reads it, so compose users see the same starters as local ones."""
+    services = services_config()
+    chainlit = services["chainlit"]
+    starters = chainlit["environment"]["LGOS_CHAINLIT_STARTERS"]  # type: ignore[index]
+    assert mounted(chainlit, starters) == "demo/starters.json"
+    sync = services["openwebui-sync"]
+    script = PurePosixPath(str(sync["command"][1]))  # type: ignore[index]
+    # sync.py's STARTERS: starters.json beside its own folder.
+    assert mounted(sync, str(script.parents[1] / "starters.json")) == "demo/starters.json"
+
+
+def mounted(service: dict[str, object], target: str) -> str | None:
+    """The repo file bind-mounted at `target` in a service (relative to the repo), if any."""
+    for volume in service.get("volumes", []):  # type: ignore[attr-defined]
+        if volume.get("type") == "bind" and volume["target"] == target:
+            return str(Path(str(volume["source"])).resolve().relative_to(REPO))
+    return None
 
 
 def test_the_hatchet_image_is_the_release_the_go_build_makes() -> None:

@@ -13,9 +13,13 @@ license: MIT
 import asyncio
 import json
 import logging
+import os
 import re
+import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -311,8 +315,64 @@ class Review:
         return {**base, "previous_response_id": self.response_id, "input": outputs}
 
 
-# Chat id -> the review left waiting in it (dismissed or timed out); the next message answers.
-PendingReviews = dict[str, Review]
+class PendingReviews:
+    """The review left waiting in each chat (dismissed or timed out); the next message answers.
+
+    Kept in a small JSON file in Open WebUI's data folder, so that a restart of Open WebUI (or
+    a reload of this function) does not forget it: the run waits on the LGOS server either
+    way, and without this the next message would start a new run instead of answering. Each
+    entry is keyed by the server too, since a chat may switch to a model on another one.
+    """
+
+    FILE_NAME = "lgos_pending_reviews.json"
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / self.FILE_NAME
+        self._lock = threading.Lock()
+
+    def pop(self, server: str, chat_id: str) -> Review | None:
+        with self._lock:
+            entries = self._read()
+            entry = entries.pop(f"{server} {chat_id}", None)
+            if entry is not None:
+                self._write(entries)
+        return Review(entry["response_id"], entry["calls"]) if entry else None
+
+    def put(self, server: str, chat_id: str, review: Review) -> None:
+        with self._lock:
+            entries = self._read()
+            entries[f"{server} {chat_id}"] = {
+                "response_id": review.response_id,
+                "calls": review.calls,
+            }
+            self._write(entries)
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            entries = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return {}
+        except ValueError:
+            log.warning("%s is not JSON; starting without waiting reviews", self.path)
+            return {}
+        return entries if isinstance(entries, dict) else {}
+
+    def _write(self, entries: dict[str, Any]) -> None:
+        # Whole or not at all: a crash mid-write must not leave half a file.
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps(entries))
+        os.replace(partial, self.path)
+
+
+def data_folder() -> Path:
+    """Open WebUI's data folder (where its own database lives), else DATA_DIR or a temp dir."""
+    try:
+        from open_webui.env import DATA_DIR  # type: ignore[import-not-found]
+
+        return Path(DATA_DIR)
+    except ImportError:  # outside Open WebUI (the Pipe's unit tests)
+        return Path(os.environ.get("DATA_DIR") or tempfile.gettempdir())
 
 
 class Pipe:
@@ -349,9 +409,7 @@ class Pipe:
     def __init__(self) -> None:
         self.type = "manifold"
         self.valves = self.Valves()
-        # Reviews left waiting, per chat (kept while Open WebUI runs; the run itself waits on
-        # the LGOS server either way).
-        self.pending: PendingReviews = {}
+        self.pending = PendingReviews(data_folder())
 
     def _client(self) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {self.valves.api_key}"} if self.valves.api_key else {}
@@ -457,7 +515,8 @@ class _Turn:
             if request_metadata:
                 base["metadata"] = request_metadata
 
-            waiting = pending.pop(chat_id, None) if chat_id else None
+            server = self.valves.base_url
+            waiting = pending.pop(server, chat_id) if chat_id else None
             if waiting is not None:
                 # The review was dismissed earlier: this message is the answer to it.
                 review: Review | None = waiting
@@ -501,7 +560,7 @@ class _Turn:
                     answer = await self._ask(call)
                     if answer is None:
                         if chat_id:
-                            pending[chat_id] = review
+                            pending.put(server, chat_id, review)
                         yield (
                             "\n\n_The review is still waiting. Answer it by replying with "
                             f"{review.reply_hint()} in the chat._\n"

@@ -19,9 +19,10 @@ or is stuck: SIGSTOP, a frozen VM, a partition) and takes them over:
    process), which drops the run leases a stuck worker still holds;
 3. it has DBOS re-enqueue the runs, which another worker continues from their checkpoint.
 
-A worker that wakes after losing its lease finds its row gone at its next heartbeat and exits
-at once (its supervisor restarts it), and DBOS's ownership token refuses any result it still
-tries to record: the replacement's result is the one kept. A database restart does not make a
+A worker that wakes from a stop long enough to have lost its lease exits before its event loop
+resumes a graph (`_WakeGuard`; its supervisor restarts it); its heartbeat finds its row gone
+too, and DBOS's ownership token refuses any result it still tries to record: the replacement's
+result is the one kept. A database restart does not make a
 live worker look dead: the lease outlives a restart of a few seconds, and heartbeats reconnect.
 """
 
@@ -30,10 +31,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -374,12 +376,15 @@ class DBOSWorker:
         # This process, as opposed to the executor id a restarted worker reuses.
         self.incarnation = incarnation or uuid.uuid4().hex[:16]
         self._client: DBOSClient | None = None
+        # When (monotonic clock) a statement that renewed our lease was sent: the lease is ours
+        # until at least `lease_seconds` after that moment.
+        self._lease_renewed_at = time.monotonic()
 
     async def run(self, stop: asyncio.Event, *, shutdown_grace: float) -> None:
         global _worker
         await migrate(self.uri)
         await self._claim_executor_id()
-        watchdog = _StopWatchdog(self.lease_seconds)
+        guard = _WakeGuard(self._lease_may_be_lost)
         beating = threading.Event()
         heartbeat = threading.Thread(
             target=self._heartbeat, args=(beating,), name="lgos-heartbeat", daemon=True
@@ -449,7 +454,7 @@ class DBOSWorker:
                 )
         finally:
             _worker = None
-            watchdog.stop()
+            guard.stop()
             beating.set()
             # DBOS made its thread pool this loop's default executor and has shut it down.
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
@@ -474,6 +479,7 @@ class DBOSWorker:
         deadline = time.monotonic() + 2 * self.lease_seconds + 10
         async with await self._connect() as conn:
             while True:
+                self._lease_renewed_at = time.monotonic()
                 async with conn.transaction():
                     cursor = await conn.execute(
                         "SELECT incarnation, expires_at < now() FROM lgos_workers "
@@ -507,7 +513,13 @@ class DBOSWorker:
         """
         interval = self.lease_seconds / 4
         conn: psycopg.Connection[Any] | None = None
-        while not stopped.wait(interval):
+        # A beat that fails on an open connection is tried again at once on a new one: a
+        # reaper ends a stuck worker's sessions, and the woken worker must learn that now, not
+        # an interval later (while its event loop may resume a graph).
+        retry_now = False
+        while retry_now or not stopped.wait(interval):
+            retry_now = False
+            sent_at = time.monotonic()
             try:
                 if conn is None or conn.closed:
                     conn = psycopg.connect(
@@ -516,12 +528,15 @@ class DBOSWorker:
                         application_name=self.application_name,
                         connect_timeout=max(2, int(interval)),
                     )
+                else:
+                    retry_now = True
                 cursor = conn.execute(
                     "UPDATE lgos_workers SET expires_at = now() + make_interval(secs => %s) "
                     "WHERE executor_id = %s AND incarnation = %s RETURNING 1",
                     (self.lease_seconds, self.executor_id, self.incarnation),
                 )
                 kept = cursor.fetchone() is not None
+                retry_now = False
             except Exception as error:
                 # The database is away (a restart, say): keep running, try again soon. The
                 # lease outlives a short outage; after a long one we learn whether it held.
@@ -534,8 +549,17 @@ class DBOSWorker:
                 continue
             if not kept:
                 _lease_lost(self.executor_id, "another worker took over this worker's runs")
+            self._lease_renewed_at = sent_at
         if conn is not None:
             conn.close()
+
+    def _lease_may_be_lost(self) -> bool:
+        """True once our lease could have expired on the database's clock.
+
+        A worker that keeps beating renews it every quarter lease; a margin of one more quarter
+        covers the database's clock running a little faster than ours.
+        """
+        return time.monotonic() - self._lease_renewed_at > 0.75 * self.lease_seconds
 
     async def _release_lease(self) -> None:
         try:
@@ -631,28 +655,45 @@ def _lease_lost(executor_id: str, reason: str) -> None:
     os._exit(LEASE_LOST_EXIT_STATUS)
 
 
-class _StopWatchdog:
-    """Exits the process when it wakes from a stop (SIGSTOP, a frozen VM) longer than its lease.
+class _WakeGuard:
+    """Exits the process when it wakes from a stop (SIGSTOP, a frozen VM) that may have cost it
+    its lease, before its event loop resumes a graph whose run another worker now owns.
 
-    By then another worker may own its runs. The heartbeat would find out at its next beat, but
-    the event loop could first resume a graph and write a checkpoint; this thread looks at the
-    clock every second and usually wins that race. (CLOCK_MONOTONIC keeps counting while the
-    process is stopped.)
+    Two ways to notice the stop, for the two ways to be stopped: `SIGCONT`, whose handler
+    runs on the main thread (the event loop's) before any more of its Python code; and, for a
+    freeze that sends no signal, a thread that sees the clock jump between its ticks
+    (CLOCK_MONOTONIC keeps counting while the process is stopped). Either one then asks whether
+    the lease may have expired meanwhile (`lease_may_be_lost`): a stop shorter than that costs
+    nothing. The heartbeat would find out too, but only at its next beat.
     """
 
-    def __init__(self, lease_seconds: float) -> None:
-        self.lease_seconds = lease_seconds
+    TICK_SECONDS = 0.5
+
+    def __init__(self, lease_may_be_lost: Callable[[], bool]) -> None:
+        self._lease_may_be_lost = lease_may_be_lost
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="lgos-stop-watchdog", daemon=True)
+        self._previous_handler: Any = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(signal.SIGCONT, self._on_continue)
+        self._thread = threading.Thread(target=self._watch, name="lgos-wake-guard", daemon=True)
         self._thread.start()
+
+    def _check(self, how: str) -> None:
+        if self._lease_may_be_lost():
+            _lease_lost("", f"this process was stopped ({how}) for long enough to lose its lease")
+
+    def _on_continue(self, signum: int, frame: object) -> None:
+        self._check("SIGCONT")
 
     def _watch(self) -> None:
         last = time.monotonic()
-        while not self._stopped.wait(1.0):
+        while not self._stopped.wait(self.TICK_SECONDS):
             now = time.monotonic()
-            if now - last > self.lease_seconds:
-                _lease_lost("", f"this process was stopped for {now - last:.0f} s")
+            if now - last > 4 * self.TICK_SECONDS:
+                self._check("the clock jumped")
             last = now
 
     def stop(self) -> None:
         self._stopped.set()
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGCONT, self._previous_handler)

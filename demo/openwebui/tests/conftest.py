@@ -25,6 +25,7 @@ from owui_support import (
     OPENWEBUI_DIR,
     REPO,
     Gateway,
+    OpenWebUI,
     http_json,
     start,
 )
@@ -66,26 +67,17 @@ def lgos_key() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def openwebui(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenWebUI]:
     """A running Open WebUI talking to ``lgos_url``, with the LGOS function and models synced."""
     # Idempotent: creates demo/openwebui/.venv on a fresh clone, else returns at once.
     subprocess.run([str(OPENWEBUI_DIR / "setup.sh")], check=True)
-    data = tmp_path_factory.mktemp("openwebui")
-    port = free_port()
-    env = {
-        **os.environ,
-        "OPENWEBUI_DATA_DIR": str(data / "data"),
-        "OPENWEBUI_PORT": str(port),
-        "LGOS_BASE_URL": lgos_url,
-    }
-    url = f"http://127.0.0.1:{port}"
-    process = start([str(OPENWEBUI_DIR / "run.sh")], data / "openwebui.log", env, f"{url}/health")
+    server = OpenWebUI(tmp_path_factory.mktemp("openwebui"), lgos_url)
     try:
         sync = [
             sys.executable,
             str(OPENWEBUI_DIR / "sync.py"),
             "--url",
-            url,
+            server.url,
             "--lgos-url",
             lgos_url,
             "--lgos-key",
@@ -93,9 +85,14 @@ def openwebui_url(lgos_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
         ]
         # A short poll interval keeps the background tests quick; users keep the 1 s default.
         subprocess.run([*sync, "--poll-interval", "0.25"], check=True)
-        yield url
+        yield server
     finally:
-        process.stop(grace=20)
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def openwebui_url(openwebui: OpenWebUI) -> str:
+    return openwebui.url
 
 
 @pytest.fixture(scope="session")

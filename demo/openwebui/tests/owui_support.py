@@ -16,7 +16,7 @@ from typing import Any
 
 from playwright.sync_api import Page
 
-from tests.support.processes import Process
+from tests.support.processes import Process, free_port
 
 HERE = Path(__file__).resolve().parent
 OPENWEBUI_DIR = HERE.parent
@@ -77,3 +77,29 @@ def screenshot(page: Page, flow: str) -> None:
         path=str(SCREENSHOTS / f"{flow}.png"),
         style="[data-sonner-toaster] { display: none !important; }",
     )
+
+
+class OpenWebUI:
+    """The session's Open WebUI process, which a test may restart on the same port and data."""
+
+    def __init__(self, data: Path, lgos_url: str) -> None:
+        self.data = data
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.env = {
+            **os.environ,
+            "OPENWEBUI_DATA_DIR": str(data / "data"),
+            "OPENWEBUI_PORT": self.url.rsplit(":", 1)[1],
+            "LGOS_BASE_URL": lgos_url,
+        }
+        self.process = self._start()
+
+    def _start(self) -> Process:
+        log = self.data / "openwebui.log"
+        return start([str(OPENWEBUI_DIR / "run.sh")], log, self.env, f"{self.url}/health")
+
+    def restart(self) -> None:
+        self.process.stop(grace=20)
+        self.process = self._start()
+
+    def stop(self) -> None:
+        self.process.stop(grace=20)

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import pytest
-from owui_support import Gateway, http_json, screenshot
+from owui_support import Gateway, OpenWebUI, http_json, screenshot
 from playwright.sync_api import Page, expect
 
 # Starts real processes (or a browser): slower than the suite-wide timeout on a busy host.
@@ -388,3 +388,24 @@ def test_stop_through_the_litellm_gateway(
     expect_finished(page)
     # The id is LiteLLM's (it encodes the LGOS one); ask the gateway, as a client would.
     assert_cancelled(f"{gateway.url}/responses/{response_id}", gateway.key)
+
+
+def test_a_waiting_review_survives_an_openwebui_restart(
+    page: Page, openwebui: OpenWebUI, user_valves: Any
+) -> None:
+    # Last in this file: the restart keeps the port and the data, so later tests would be fine,
+    # but the tests above need not wait for it.
+    user_valves()
+    open_chat(page, openwebui.url, "lgos.interruptible-approval")
+    send(page, "Plan across a restart")
+    review_card(page).get_by_role("button", name="Cancel").click()
+    expect(last_answer(page)).to_contain_text("The review is still waiting")
+    expect_finished(page)
+
+    openwebui.restart()
+    page.reload(wait_until="domcontentloaded")
+    expect(page.locator("#chat-input")).to_be_visible()
+    # The reply still answers the review the graph is waiting on (it would otherwise start
+    # a new run, with "approve" as its plan).
+    send(page, "approve")
+    expect(last_answer(page)).to_contain_text("Published 'Plan across a restart'.")
