@@ -560,10 +560,13 @@ async def poll_until_terminal(response: dict[str, Any], status: cl.Message) -> d
             "created_at": response.get("created_at"),
         },
     )
-    await persist(POLLED, {"response_id": response_id, "status_message_id": status.id})
+    # Claimed before the run is persisted as polled: a session that resumes the thread reads
+    # that record and must find this task to replace it, or both would poll and both would
+    # show the answer (seen when a page reconnected right after a review was answered).
     task = asyncio.current_task()
     if task is not None:
         pollers[response_id] = task
+    await persist(POLLED, {"response_id": response_id, "status_message_id": status.id})
     live = LiveStatus(status)
     try:
         await live.start(response)
