@@ -16,6 +16,7 @@ from opentelemetry import propagate
 from lgos.core import log_fields
 from lgos.core.background import (
     FIRST_WORKER_SEQUENCE,
+    TERMINAL_EVENT_FOR_STATUS,
     TERMINAL_EVENTS,
     BackgroundJob,
     ResponseEventLog,
@@ -231,3 +232,33 @@ class JobExecutor:
         return await execute_background_job(
             job, engine_run_id, self.registry, durable=self.durable, events=self.events
         )
+
+    async def run_logging_result(self, job: BackgroundJob, engine_run_id: str) -> dict[str, Any]:
+        """Run a job and leave its final Response in the event log as a terminal event, for
+        an engine whose own view of a run's end lags behind (Hatchet's REST view, by a second
+        or more): a poll then reads the end from the log, on any API instance, as it already
+        does for a streamed run (whose log ends with its terminal event anyway).
+
+        A run whose previous attempt logged its end but died before the engine recorded it
+        returns that Response again, so the engine ends up with what polls already showed.
+        """
+        if job.stream or self.events is None:
+            return await self(job, engine_run_id)
+        logged = await self.events.last(engine_run_id)
+        if logged is not None and logged.get("type") in TERMINAL_EVENTS:
+            earlier: dict[str, Any] = logged["response"]
+            return earlier
+        response = await self(job, engine_run_id)
+        ending = {
+            "type": TERMINAL_EVENT_FOR_STATUS.get(response["status"], "response.failed"),
+            "sequence_number": FIRST_WORKER_SEQUENCE,
+            "response": response,
+        }
+        try:
+            await self.events.append(engine_run_id, [ending])
+        except Exception as error:
+            # Polls wait for the engine's own view instead; the run itself succeeded.
+            logger.warning(
+                "background.result_not_logged", extra={"error.type": type(error).__qualname__}
+            )
+        return response

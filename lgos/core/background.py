@@ -158,6 +158,31 @@ def event_log(backend: BackgroundBackend | None) -> ResponseEventLog | None:
     return log if isinstance(log, ResponseEventLog) else None
 
 
+def results_in_log(backend: BackgroundBackend | None) -> bool:
+    """Whether the engine's workers log the end of every run, not only of streamed runs (an
+    engine whose own view of a run's end lags: a backend says so as `results_in_log`)."""
+    return event_log(backend) is not None and bool(getattr(backend, "results_in_log", False))
+
+
+async def logged_end(
+    run: BackgroundRun, backend: BackgroundBackend | None
+) -> dict[str, Any] | None:
+    """The final Response in the log of a run its engine still reports unfinished, if any.
+
+    A worker logs a run's end before its engine records it: a streamed run's terminal event,
+    and on engines with `results_in_log` every run's. Polls, chained requests and
+    conversations read it, so they agree with a stream that already ended.
+    """
+    log = event_log(backend)
+    if run.terminal or log is None or not (run.job.stream or results_in_log(backend)):
+        return None
+    last = await log.last(run.id)
+    if last is None or last.get("type") not in TERMINAL_EVENTS:
+        return None
+    response: dict[str, Any] = last["response"]
+    return response
+
+
 def digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 

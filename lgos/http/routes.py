@@ -223,19 +223,22 @@ class OpenAIRoutes:
 
         return remember
 
-    async def retrieve_response(self, request: Request) -> Response:
+    async def retrieve_response(self, request: Request, indexed: bool = False) -> Response:
         query = responses_decoder.decode_retrieve_query(request.query_params)
         result = await self.background.retrieve(
             request.path_params["response_id"],
             owner_scope=await self.scope(request),
             stream=query.stream,
             starting_after=query.starting_after,
+            indexed=indexed,
         )
         return self._send(result)
 
-    async def cancel_response(self, request: Request) -> Response:
+    async def cancel_response(self, request: Request, indexed: bool = False) -> Response:
         snapshot = await self.background.cancel(
-            request.path_params["response_id"], owner_scope=await self.scope(request)
+            request.path_params["response_id"],
+            owner_scope=await self.scope(request),
+            indexed=indexed,
         )
         return JSON(snapshot)
 

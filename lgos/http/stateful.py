@@ -18,8 +18,9 @@ from lgos.service.stateful import Page, StatefulResponses
 from lgos.wire import items, responses_decoder
 from lgos.wire.sse import named_event
 
-# A route handler: what the background routes fall back to.
-Endpoint = Callable[[Request], Awaitable[Response]]
+# A background route handler, told whether the store holds the id under the request's owner
+# (then it was not deleted, and the handler need not ask).
+BackgroundEndpoint = Callable[[Request, bool], Awaitable[Response]]
 
 
 class StatefulRoutes:
@@ -29,8 +30,8 @@ class StatefulRoutes:
     def __init__(
         self,
         stateful: StatefulResponses,
-        background_retrieve: Endpoint,
-        background_cancel: Endpoint,
+        background_retrieve: BackgroundEndpoint,
+        background_cancel: BackgroundEndpoint,
         scope: Callable[[Request], Awaitable[str]],
         ping_interval: float = 15.0,
     ) -> None:
@@ -45,7 +46,7 @@ class StatefulRoutes:
         log_fields.add(response_id=response_id)
         record = await self.stateful.store.get_response(response_id, await self.scope(request))
         if record is None or record.background:
-            return await self.background_retrieve(request)
+            return await self.background_retrieve(request, record is not None)
         query = responses_decoder.decode_retrieve_query(request.query_params)
         after = query.starting_after
         if not query.stream:
@@ -66,7 +67,7 @@ class StatefulRoutes:
             raise InvalidRequestError(
                 "Cannot cancel a synchronous response.", param="response_id", code="invalid_value"
             )
-        return await self.background_cancel(request)
+        return await self.background_cancel(request, record is not None)
 
     async def delete(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]

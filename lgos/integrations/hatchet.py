@@ -1,7 +1,8 @@
 """Hatchet engine: background Responses as runs of one Hatchet task.
 
-API processes trigger the task (gRPC), read runs over REST (a missing run is a prompt 404,
-where the gRPC details call retries NOT_FOUND for many seconds) and cancel them; `lgos worker`
+API processes trigger the task (gRPC), read runs over REST (the gRPC details call retries
+NOT_FOUND for many seconds; the SDK's REST read also retries a 404, with backoff, while its
+view does not show a new run yet, a second or more) and cancel them; `lgos worker`
 (`LGOS_BACKGROUND=hatchet`) runs the task with the registry and resources in the worker's
 lifespan. Hatchet stores each run's input (the `BackgroundJob`) and output (the Response JSON).
 
@@ -111,7 +112,8 @@ def create_hatchet_task(
         if not isinstance(executor, JobExecutor):
             raise RuntimeError("the Hatchet worker's lifespan must yield a JobExecutor")
         job = BackgroundJob.model_validate(task_input.job)
-        return await executor(job, uuid.UUID(ctx.workflow_run_id).hex)
+        # The API reads a run's end from the log: the REST view shows it a second or more late.
+        return await executor.run_logging_result(job, uuid.UUID(ctx.workflow_run_id).hex)
 
     return run_background_response
 
@@ -137,7 +139,14 @@ class RunsPort(Protocol):
 
 
 class HatchetBackgroundBackend:
-    """`BackgroundBackend` over a Hatchet task (trigger) and `hatchet.runs` (read, cancel)."""
+    """`BackgroundBackend` over a Hatchet task (trigger) and `hatchet.runs` (read, cancel).
+
+    Its workers log every run's final Response (`JobExecutor.run_logging_result`), which
+    polls read while the REST view still shows the run unfinished (`results_in_log`).
+    """
+
+    # The end of every run is in `events` before this engine reports it.
+    results_in_log = True
 
     def __init__(
         self,

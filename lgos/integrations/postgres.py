@@ -86,6 +86,19 @@ _MARK_PAUSED = (
     "ON CONFLICT (thread_id) DO UPDATE SET paused_at = excluded.paused_at"
 )
 _MARK_DONE = "DELETE FROM lgos_paused_runs WHERE thread_id = %s"
+# A lease's holder records the pause (or the end) with the release, in the same round trip.
+_MARK_PAUSED_AND_UNLOCK = """
+WITH paused AS (
+    INSERT INTO lgos_paused_runs (thread_id, paused_at) VALUES (%(key)s, now())
+    ON CONFLICT (thread_id) DO UPDATE SET paused_at = excluded.paused_at
+)
+SELECT pg_advisory_unlock(hashtextextended(%(lock)s, 0))
+"""
+_MARK_DONE_AND_UNLOCK = """
+WITH done AS (DELETE FROM lgos_paused_runs WHERE thread_id = %(key)s)
+SELECT pg_advisory_unlock(hashtextextended(%(lock)s, 0))
+"""
+_SETTLE_AND_UNLOCK = {"paused": _MARK_PAUSED_AND_UNLOCK, "done": _MARK_DONE_AND_UNLOCK}
 
 # LGOS's own schema, applied in order and recorded in lgos_migrations like LangGraph's.
 MIGRATIONS: tuple[str, ...] = (
@@ -201,6 +214,11 @@ class PostgresRunCoordinator:
     died mid-execution expires like an abandoned pause instead of leaking its checkpoint (a
     running run is never swept: the sweep skips leased runs). Times come from the database
     clock (`now()`), so replicas with skewed clocks agree on which pauses are old.
+
+    Under a lease this process holds, `mark_paused` and `mark_done` are written by the
+    statement that releases the lease (one round trip less each; nobody else can act on the
+    run before that release anyway). A process that dies before the release leaves the row
+    its lease added, which the sweep finds like any other.
     """
 
     def __init__(
@@ -223,6 +241,8 @@ class PostgresRunCoordinator:
         self._unsettled: set[str] = set()
         # The connection each lease this process holds sits on.
         self._held: dict[str, AsyncConnection[DictRow]] = {}
+        # Held runs that paused or ended: written to the index by their release.
+        self._settled: dict[str, str] = {}
 
     def lease(self, key: str) -> AbstractAsyncContextManager[None]:
         return self._lease(key)
@@ -269,11 +289,16 @@ class PostgresRunCoordinator:
 
     async def _unlock(self, conn: AsyncConnection[DictRow], key: str, lock_name: str) -> None:
         self._held.pop(key, None)
+        settled = self._settled.pop(key, None)
         try:
             unlocked = False
             try:
                 async with conn.cursor(row_factory=tuple_row) as cursor:
-                    if key in self._unsettled:
+                    if settled is not None:
+                        await cursor.execute(
+                            _SETTLE_AND_UNLOCK[settled], {"lock": lock_name, "key": key}
+                        )
+                    elif key in self._unsettled:
                         self._unsettled.discard(key)
                         await cursor.execute(
                             _FORGET_UNUSED_RUN_AND_UNLOCK, {"lock": lock_name, "key": key}
@@ -292,8 +317,21 @@ class PostgresRunCoordinator:
                 await self._discard(conn)
             else:
                 await self._pool.putconn(conn)
+            if settled == "paused" and not unlocked:
+                # The pause must restart the run's clock, or it could expire early: try again
+                # on another connection (a lost "done" only leaves a row the sweep removes).
+                await self._mark_quietly(key)
         finally:
             self._slots.release()
+
+    async def _mark_quietly(self, key: str) -> None:
+        try:
+            async with self._pool.connection() as conn:
+                await conn.execute(_MARK_PAUSED, (key,))
+        except Exception as error:
+            logger.warning(
+                "run_lease.mark_paused_failed", extra={"error.type": type(error).__qualname__}
+            )
 
     async def _discard(self, conn: AsyncConnection[DictRow]) -> None:
         try:
@@ -303,19 +341,16 @@ class PostgresRunCoordinator:
             await self._pool.putconn(conn)
 
     async def mark_paused(self, key: str) -> None:
-        self._unsettled.discard(key)
-        await self._execute_as_holder(key, _MARK_PAUSED)
+        await self._settle(key, "paused", _MARK_PAUSED)
 
     async def mark_done(self, key: str) -> None:
-        self._unsettled.discard(key)
-        await self._execute_as_holder(key, _MARK_DONE)
+        await self._settle(key, "done", _MARK_DONE)
 
-    async def _execute_as_holder(self, key: str, statement: str) -> None:
-        """On the lease's own connection when this process holds it (the callers do: no
-        checkout needed), else on a pooled one."""
-        held = self._held.get(key)
-        if held is not None:
-            await held.execute(statement, (key,))
+    async def _settle(self, key: str, settled: str, statement: str) -> None:
+        """With the release when this process holds the lease (the callers do), else now."""
+        self._unsettled.discard(key)
+        if key in self._held:
+            self._settled[key] = settled
             return
         async with self._pool.connection() as conn:
             await conn.execute(statement, (key,))

@@ -113,7 +113,8 @@ async def run_graph(
     workflow = Workflow(request.model, request.conversation_id)
     streamed: list[str] = []
     output: Any = None
-    paused = False
+    # The interrupts of each root `values` part that carried some (one per interrupted task).
+    raised: list[tuple[Any, ...]] = []
     try:
         while True:
             token = workflow.attach()
@@ -133,13 +134,19 @@ async def run_graph(
                 if not part["ns"]:
                     output = part["data"]
                     if part.get("interrupts"):
-                        paused = True
+                        raised.append(tuple(part["interrupts"]))
             elif kind == "custom":
                 commentary = _commentary(part["data"])
                 if commentary:
                     yield Commentary(commentary)
-        if paused:
-            pending = await _pending_interrupts(graph, run_config)
+        if raised:
+            # One task asked: its questions are the pending set, in the order it asked them.
+            # Several: read the checkpoint, which lists them in a stable (task) order.
+            pending = (
+                _pending(raised[0])
+                if len(raised) == 1
+                else await _pending_interrupts(graph, run_config)
+            )
             if pending:
                 if checkpointing is None:
                     raise GraphError(f"{request.model} paused but does not declare interrupts")
@@ -200,9 +207,13 @@ async def _pending_interrupts(
     graph: CompiledGraph, run_config: RunnableConfig
 ) -> tuple[PendingInterrupt, ...]:
     state = await graph.aget_state(run_config)
+    return _pending(state.interrupts)
+
+
+def _pending(interrupts: tuple[Any, ...]) -> tuple[PendingInterrupt, ...]:
     return tuple(
         PendingInterrupt(item.id, item.value, getattr(item, "response_schema", None))
-        for item in state.interrupts
+        for item in interrupts
     )
 
 

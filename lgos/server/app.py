@@ -85,7 +85,9 @@ async def open_background(
     elif settings.BACKGROUND == "dbos":
         from lgos.integrations.dbos import open_dbos_client
 
-        async with open_dbos_client(require_postgres(settings), resources.events) as backend:
+        async with open_dbos_client(
+            require_postgres(settings), resources.events, resources.pool
+        ) as backend:
             yield backend
     else:
         from lgos.integrations.hatchet import open_hatchet_client

@@ -26,7 +26,9 @@ from lgos.core.background import (
     ResponseStatus,
     digest,
     event_log,
+    logged_end,
     request_digest,
+    results_in_log,
 )
 from lgos.core.errors import IdempotencyKeyReusedError, InvalidRequestError, NotFoundError
 from lgos.core.registry import GraphFeature, GraphRegistry
@@ -143,12 +145,12 @@ class BackgroundResponses:
         log_fields.add(response_id=response_id(run), run_id=run.job.run_id)
         # Index a new run only: a retry that found its run (another job) was indexed already.
         # Compared as JSON, the form in which an engine stores and returns the job.
-        if self.stateful is not None and run.job.model_dump(mode="json") == job.model_dump(
-            mode="json"
-        ):
+        new = run.job.model_dump(mode="json") == job.model_dump(mode="json")
+        if self.stateful is not None and new:
             await self.stateful.remember_background(prepared, owner_scope, response_id(run))
         if not decoded.stream:
-            return snapshot(run)
+            # A retry shows the run as a poll would (its end may be in the log already).
+            return snapshot(run) if new else await self._polled(run)
         assert self.events is not None
         # The stream's first two events. A retry that found the run already created keeps
         # the stored ones: the log never replaces an existing sequence number.
@@ -157,9 +159,20 @@ class BackgroundResponses:
         return self._tail(run, self.events, after=-1)
 
     async def retrieve(
-        self, response_id: str, *, owner_scope: str, stream: bool, starting_after: int | None
+        self,
+        response_id: str,
+        *,
+        owner_scope: str,
+        stream: bool,
+        starting_after: int | None,
+        indexed: bool = False,
     ) -> dict[str, Any] | AsyncGenerator[bytes]:
-        run = await self._owned_run(response_id, owner_scope)
+        """`indexed`: the caller found this id in the store under this owner, so it was not
+        deleted (a delete removes the record and marks the id in one transaction)."""
+        parsed = ids.parse_run_response_id(response_id)
+        if indexed and not stream and parsed is not None and results_in_log(self.backend):
+            return await self._poll_with_log(response_id, parsed.nonce, owner_scope)
+        run = await self._owned_run(response_id, owner_scope, indexed=indexed)
         if not stream:
             return await self._polled(run)
         if not run.job.stream or self.events is None:
@@ -171,8 +184,10 @@ class BackgroundResponses:
             )
         return self._tail(run, self.events, after=-1 if starting_after is None else starting_after)
 
-    async def cancel(self, response_id: str, *, owner_scope: str) -> dict[str, Any]:
-        run = await self._owned_run(response_id, owner_scope)
+    async def cancel(
+        self, response_id: str, *, owner_scope: str, indexed: bool = False
+    ) -> dict[str, Any]:
+        run = await self._owned_run(response_id, owner_scope, indexed=indexed)
         if not run.terminal:
             assert self.backend is not None
             await self.backend.cancel(run.id)
@@ -182,25 +197,58 @@ class BackgroundResponses:
     async def _polled(self, run: BackgroundRun) -> dict[str, Any]:
         """A poll shows what the stream ended with as soon as the stream ended: a worker
         writes a streamed run's terminal event before its engine records the end (Hatchet's
-        REST view of a run lags the engine by a second or more)."""
-        if not run.terminal and run.job.stream and self.events is not None:
-            last = await self.events.last(run.id)
-            if last is not None and last.get("type") in TERMINAL_EVENTS:
-                finished: dict[str, Any] = last["response"]
-                return finished
-        return snapshot(run)
+        REST view of a run lags the engine by a second or more). On an engine whose workers
+        log every run's end, the same holds for a run without a stream."""
+        return await logged_end(run, self.backend) or snapshot(run)
 
-    async def _owned_run(self, response_id: str, owner_scope: str) -> BackgroundRun:
+    async def _poll_with_log(
+        self, response_id: str, run_id: str, owner_scope: str
+    ) -> dict[str, Any]:
+        """A poll on an engine whose workers log every run's end (Hatchet): whichever answers
+        first, the engine or the log. The engine's view of a run lags (Hatchet's REST view
+        shows a new run a second or more late, and the SDK's read of a run it does not show
+        yet retries for as long), while the log has the end as soon as the worker does. Only
+        for an id the store holds under the caller's owner, which proves the run is theirs.
+        """
+        log = self.events
+        assert log is not None  # results_in_log
+        engine = asyncio.ensure_future(self._owned_run(response_id, owner_scope, indexed=True))
+        after = -1
+        try:
+            while not engine.done():
+                last = await log.last(run_id)
+                if last is not None and last.get("type") in TERMINAL_EVENTS:
+                    ended: dict[str, Any] = last["response"]
+                    return ended
+                if last is not None:
+                    after = int(last["sequence_number"])
+                woken = asyncio.ensure_future(log.wait(run_id, after, STATUS_CHECK_SECONDS))
+                try:
+                    await asyncio.wait({engine, woken}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    woken.cancel()
+            return await self._polled(engine.result())
+        finally:
+            # Answered by the log: the engine's read is not needed any more (and a failure it
+            # had meanwhile is moot).
+            engine.cancel()
+            if engine.done() and not engine.cancelled():
+                engine.exception()
+
+    async def _owned_run(
+        self, response_id: str, owner_scope: str, *, indexed: bool = False
+    ) -> BackgroundRun:
         log_fields.add(response_id=response_id)
         parsed = ids.parse_run_response_id(response_id)
         run = None
         if parsed is not None and self.backend is not None:
             run = await self.backend.get(parsed.nonce)
         # A foreign id is indistinguishable from an unknown one, and so is a deleted one.
-        deleted = self.stateful is not None and await self.stateful.store.is_deleted(response_id)
+        store = self.stateful.store if self.stateful is not None else None
+        if run is not None and not indexed and store and await store.is_deleted(response_id):
+            run = None
         if (
-            deleted
-            or run is None
+            run is None
             or run.job.run_id != (parsed.run_id if parsed else None)
             or run.job.owner_scope != owner_scope
         ):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lgos.core.background import BackgroundBackend
+from lgos.core.background import BackgroundBackend, logged_end
 from lgos.core.errors import ConflictError, InvalidRequestError, NotFoundError
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.stored import Order, ResponseStore, StoredConversation, StoredResponse, now
@@ -299,9 +299,10 @@ class StatefulResponses:
         if parsed is None or self.background is None:
             return None
         run = await self.background.get(parsed.nonce)
-        if run is None or run.response is None:
+        if run is None:
             return None
-        return run.response
+        # A run that ended by its log (its engine records the end later) has ended here too.
+        return await logged_end(run, self.background) or run.response
 
     async def input_items(self, response_id: str, scope: str, page: Page) -> dict[str, Any]:
         record = await self.get(response_id, scope)
