@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lgos.core.background import BackgroundBackend, logged_end
+from lgos.core.background import BackgroundBackend, event_log, logged_end
 from lgos.core.errors import ConflictError, InvalidRequestError, NotFoundError
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.stored import Order, ResponseStore, StoredConversation, StoredResponse, now
@@ -314,6 +314,12 @@ class StatefulResponses:
     async def delete(self, response_id: str, scope: str) -> dict[str, Any]:
         if not await self.store.delete_response(response_id, scope):
             raise not_found(response_id)
+        # The store deleted the events of a foreground stream (kept under the Response id); a
+        # background run's are kept under its engine run id, in the engine's log.
+        parsed = ids.parse_run_response_id(response_id)
+        log = event_log(self.background)
+        if parsed is not None and log is not None:
+            await log.delete([parsed.nonce])
         return {"id": response_id, "object": "response", "deleted": True}
 
     async def delete_threads(self, scope: str, run_id: str) -> None:

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from openai import AsyncOpenAI
 
+from lgos.wire.ids import parse_run_response_id
 from tests.support.postgres import temporary_database
 from tests.support.processes import START_TIMEOUT, Process, clean_environment, lgos
 
@@ -123,6 +124,18 @@ class Deployment:
             await conn.execute(
                 "INSERT INTO bg_test_gates (topic) VALUES (%s) ON CONFLICT DO NOTHING", (topic,)
             )
+
+    async def logged_events(self, response_id: str) -> int:
+        """How many events of this Response the database still holds (under its id or its
+        engine run id)."""
+        parsed = parse_run_response_id(response_id)
+        keys = [response_id, parsed.nonce] if parsed else [response_id]
+        async with await psycopg.AsyncConnection.connect(self.uri, autocommit=True) as conn:
+            cursor = await conn.execute(
+                "SELECT count(*) FROM lgos_response_events WHERE run_id = ANY(%s)", (keys,)
+            )
+            row = await cursor.fetchone()
+            return int(row[0]) if row else 0
 
     async def steps(self, topic: str) -> list[tuple[str, str, int]]:
         """(step, event, pid) rows of one topic, in the order they happened."""

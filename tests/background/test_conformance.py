@@ -319,6 +319,21 @@ async def test_streamed_create_yields_the_whole_lifecycle(deployment: Deployment
     assert polled.model_dump() == final.model_dump()
 
 
+async def test_deleting_a_streamed_response_deletes_its_events(deployment: Deployment) -> None:
+    events = await _streamed(deployment, "Forgotten risks")
+    response_id = events[0].response.id
+    # The in-memory engine keeps its events in memory; the durable ones in the database.
+    durable = deployment.engine != "memory"
+    if durable:
+        assert await deployment.logged_events(response_id) > 0
+    await deployment.client().responses.delete(response_id)
+    with pytest.raises(openai.NotFoundError):
+        await deployment.client(1).responses.retrieve(response_id, stream=True)
+    if durable:
+        # Deleted means gone, not merely hidden: the streamed text is no longer kept.
+        assert await deployment.logged_events(response_id) == 0
+
+
 async def test_retrieve_stream_replays_from_the_start(deployment: Deployment) -> None:
     events = await _streamed(deployment, "Replayed risks")
     response_id = events[0].response.id
