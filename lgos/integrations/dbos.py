@@ -64,6 +64,8 @@ from lgos.integrations.postgres import advisory_unlock, wait_for_advisory_lock
 if TYPE_CHECKING:
     from dbos._sys_db import WorkflowStatus
 
+    from lgos.integrations.postgres import Pool
+
 __all__ = [
     "APPLICATION_NAME",
     "APPLICATION_VERSION",
@@ -153,7 +155,7 @@ class DBOSBackgroundBackend:
         self,
         client: DBOSClient,
         events: ResponseEventLog | None = None,
-        pool: Any = None,
+        pool: Pool | None = None,
     ) -> None:
         self.client = client
         # Streamed Responses' events, in the same database (`PostgresResponseEventLog`).
@@ -295,7 +297,7 @@ async def migrate(uri: str) -> None:
 
 @asynccontextmanager
 async def open_dbos_client(
-    uri: str, events: ResponseEventLog | None = None, pool: Any = None
+    uri: str, events: ResponseEventLog | None = None, pool: Pool | None = None
 ) -> AsyncIterator[DBOSBackgroundBackend]:
     """The API side: a `DBOSBackgroundBackend` on a plain-SQL `DBOSClient` (and `pool`, the
     server's pool on the same database, for reading runs)."""
