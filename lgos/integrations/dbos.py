@@ -32,6 +32,7 @@ import asyncio
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 import uuid
@@ -667,6 +668,13 @@ class _WakeGuard:
     (CLOCK_MONOTONIC keeps counting while the process is stopped). Either one then asks whether
     the lease may have expired meanwhile (`lease_may_be_lost`): a stop shorter than that costs
     nothing. The heartbeat would find out too, but only at its next beat.
+
+    "Before any more of its Python code" needs the kernel to deliver `SIGCONT` to the main
+    thread: delivered to another thread, the handler waits until that thread is scheduled
+    while the main thread already runs on. So every thread started while the guard is up blocks
+    `SIGCONT` (`_block_sigcont_in_new_threads`); the main thread is then the only one that
+    takes it, as it comes out of the stop. A thread started before the guard could still take
+    it; the worker starts the guard before DBOS, its pools and the heartbeat.
     """
 
     TICK_SECONDS = 0.5
@@ -675,8 +683,10 @@ class _WakeGuard:
         self._lease_may_be_lost = lease_may_be_lost
         self._stopped = threading.Event()
         self._previous_handler: Any = None
+        self._previous_thread_profile: Any = None
         if threading.current_thread() is threading.main_thread():
             self._previous_handler = signal.signal(signal.SIGCONT, self._on_continue)
+            self._previous_thread_profile = _block_sigcont_in_new_threads()
         self._thread = threading.Thread(target=self._watch, name="lgos-wake-guard", daemon=True)
         self._thread.start()
 
@@ -698,4 +708,24 @@ class _WakeGuard:
     def stop(self) -> None:
         self._stopped.set()
         if self._previous_handler is not None:
+            threading.setprofile(self._previous_thread_profile)
             signal.signal(signal.SIGCONT, self._previous_handler)
+
+
+def _block_sigcont_in_new_threads() -> Any:
+    """Make every thread the `threading` module starts from now on block `SIGCONT` as its
+    first act; return the thread profile function this replaces.
+
+    Python has no hook for a thread's start but its profile function, which a new thread
+    installs before its first call: ours blocks the signal, then hands the thread back to the
+    previous profile function, if any (a profiler keeps working).
+    """
+    previous = threading.getprofile()
+
+    def block_sigcont(frame: Any, event: Any, arg: Any) -> Any:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCONT})
+        sys.setprofile(previous)
+        return previous(frame, event, arg) if previous is not None else None
+
+    threading.setprofile(block_sigcont)
+    return previous

@@ -3,6 +3,8 @@ of its own code (the guard behind test_stopped_worker_loses_its_run_and_its_resu
 
 The child process stops itself; the test continues it once the kernel reports it stopped. The
 line after the stop prints: it must not when the lease may be lost, and must when it may not.
+The child has idle threads besides its main one, as a worker has: a `SIGCONT` the kernel
+delivered to one of them would let the main thread print before the handler ran.
 """
 
 from __future__ import annotations
@@ -17,10 +19,15 @@ import pytest
 from lgos.integrations.dbos import LEASE_LOST_EXIT_STATUS
 
 CHILD = """
-import os, signal, sys
+import os, signal, sys, threading
 from lgos.integrations.dbos import _WakeGuard
 
 guard = _WakeGuard(lambda: {lost})
+# Idle threads, like a worker's pools: the kernel must not hand them the SIGCONT, or the main
+# thread would run on before the handler does.
+idle = threading.Event()
+for _ in range(16):
+    threading.Thread(target=idle.wait, daemon=True).start()
 print("guarded", flush=True)
 os.kill(os.getpid(), signal.SIGSTOP)
 print("resumed", flush=True)
