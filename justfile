@@ -72,6 +72,10 @@ bench *args:
 bench-durable *args:
     uv run --with-requirements benchmarks/requirements.txt python -m benchmarks.durable {{ args }}
 
+# Where a review round trip's CPU goes, LGOS beside LangGraph alone (benchmarks/profile_review.py).
+bench-profile-review *args:
+    uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile_review {{ args }}
+
 # Profile one benchmark target under load (see benchmarks/profile.py for the options).
 bench-profile *args:
     uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile {{ args }}
