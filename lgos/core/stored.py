@@ -40,8 +40,13 @@ class StoredResponse(BaseModel):
     # The final Response JSON; None for a background Response (the engine holds it).
     response: dict[str, Any] | None = None
     background: bool = False
-    # Created with stream=true: its events are in the store's event log, keyed by the id.
+    # Created with stream=true: it has events in the store's event log (under `events_key`).
     stream: bool = False
+    # Where the event log keeps this Response's events, if it can have any: its id for a
+    # foreground stream, its engine run id for a background Response (workers log there,
+    # streamed or not). Expiring the Response deletes them; None in records made before this
+    # field existed, whose events are looked for under the id.
+    events_key: str | None = None
     conversation_id: str | None = None
     # For a graph that keeps its own state: the thread checkpoint this turn ended on ("" for
     # the thread's latest: a background turn, whose worker does not report it).
@@ -121,7 +126,7 @@ class ResponseStore(Protocol):
     async def forget_thread(self, thread_id: str) -> None: ...
 
     async def expire(self, cutoff: int, limit: int) -> tuple[int, list[str]]:
-        """Delete Responses created and Conversations last used before `cutoff` (seconds);
-        return how many were deleted and the threads unused since then (still indexed:
-        the caller deletes their checkpoints, then calls `forget_thread`)."""
+        """Delete Responses created (with their events) and Conversations last used before
+        `cutoff` (seconds); return how many were deleted and the threads unused since then
+        (still indexed: the caller deletes their checkpoints, then calls `forget_thread`)."""
         ...

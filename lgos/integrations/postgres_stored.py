@@ -186,10 +186,11 @@ class PostgresResponseStore:
     async def expire(self, cutoff: int, limit: int) -> tuple[int, list[str]]:
         old = await self._fetch(
             "DELETE FROM lgos_responses WHERE id IN (SELECT id FROM lgos_responses "
-            "WHERE created_at < %s ORDER BY created_at LIMIT %s) RETURNING id",
+            "WHERE created_at < %s ORDER BY created_at LIMIT %s) "
+            "RETURNING id, record->>'events_key'",
             (cutoff, limit),
         )
-        await self._events.delete([str(row[0]) for row in old])
+        await self._events.delete([str(row[1] or row[0]) for row in old])
         await self._execute("DELETE FROM lgos_deleted_responses WHERE deleted_at < %s", (cutoff,))
         conversations = await self._fetch(
             "DELETE FROM lgos_conversations WHERE id IN (SELECT id FROM lgos_conversations "

@@ -191,6 +191,7 @@ class StatefulResponses:
                     history=list(turn.history),
                     response=response,
                     stream=events is not None,
+                    events_key=response["id"] if events is not None else None,
                     conversation_id=turn.conversation_id,
                     checkpoint_id=checkpoint_id,
                 )
@@ -205,6 +206,7 @@ class StatefulResponses:
         """Index a submitted background Response; its result stays with the engine."""
         turn = prepared.turn
         input_items = items.input_items(prepared.decoded.body)
+        parsed = ids.parse_run_response_id(response_id)
         await self.store.put_response(
             StoredResponse(
                 id=response_id,
@@ -214,6 +216,7 @@ class StatefulResponses:
                 history=list(turn.history),
                 background=True,
                 stream=prepared.decoded.stream,
+                events_key=parsed.nonce if parsed is not None else None,
                 conversation_id=turn.conversation_id,
                 checkpoint_id="" if prepared.plan.keep_thread else None,
             )

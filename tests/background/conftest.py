@@ -137,6 +137,27 @@ class Deployment:
             row = await cursor.fetchone()
             return int(row[0]) if row else 0
 
+    async def expire_response(self, response_id: str) -> int:
+        """Make a stored Response older than the retention and run the API's retention sweep
+        on the database (`expire_stored_responses`, the default 30 days); how many went."""
+        from datetime import timedelta
+
+        from psycopg_pool import AsyncConnectionPool
+
+        from lgos.integrations.postgres_stored import PostgresResponseStore
+        from lgos.run.expiry import expire_stored_responses
+
+        async with await psycopg.AsyncConnection.connect(self.uri, autocommit=True) as conn:
+            await conn.execute(
+                "UPDATE lgos_responses SET created_at = created_at - 31 * 86400 WHERE id = %s",
+                (response_id,),
+            )
+        async with AsyncConnectionPool(
+            self.uri, min_size=1, max_size=1, kwargs={"autocommit": True}, open=False
+        ) as pool:
+            store = PostgresResponseStore(pool)
+            return await expire_stored_responses(store, None, older_than=timedelta(days=30))
+
     async def steps(self, topic: str) -> list[tuple[str, str, int]]:
         """(step, event, pid) rows of one topic, in the order they happened."""
         async with await psycopg.AsyncConnection.connect(self.uri, autocommit=True) as conn:

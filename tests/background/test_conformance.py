@@ -334,6 +334,38 @@ async def test_deleting_a_streamed_response_deletes_its_events(deployment: Deplo
         assert await deployment.logged_events(response_id) == 0
 
 
+@pytest.mark.parametrize(
+    ("engine", "stream"),
+    # A streamed run logs every event; a Hatchet worker logs a run's end even when unstreamed.
+    [("dbos", True), ("hatchet", True), ("hatchet", False)],
+)
+async def test_an_expired_response_takes_its_logged_events_with_it(
+    request: pytest.FixtureRequest, engine: str, stream: bool
+) -> None:
+    deployment: Deployment = request.getfixturevalue(f"{engine}_deployment")
+    deployment.ensure_workers()
+    try:
+        client = deployment.client()
+        if stream:
+            response_id = (await _streamed(deployment, "Expiring risks"))[0].response.id
+        else:
+            created = await client.responses.create(
+                model="background-mock",
+                input="Expiring risks",
+                background=True,
+                metadata=NO_DELAY,
+            )
+            response_id = (await finished(deployment, created.id)).id
+        assert await deployment.logged_events(response_id) > 0
+        # The retention sweep the API runs, after the Response has aged past the retention.
+        assert await deployment.expire_response(response_id) == 1
+        with pytest.raises(openai.NotFoundError):
+            await client.responses.input_items.list(response_id)
+        assert await deployment.logged_events(response_id) == 0
+    finally:
+        await deployment.close_clients()
+
+
 async def test_retrieve_stream_replays_from_the_start(deployment: Deployment) -> None:
     events = await _streamed(deployment, "Replayed risks")
     response_id = events[0].response.id

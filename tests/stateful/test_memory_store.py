@@ -45,3 +45,22 @@ async def test_retention_deletes_old_records_and_unused_threads() -> None:
     assert await store.get_response("resp_new", "s") is not None
     assert await store.get_conversation("conv_old", "s") is None
     assert await saver.aget_tuple({"configurable": {"thread_id": "t1"}}) is None
+
+
+async def test_retention_deletes_the_events_of_old_responses_where_they_are_kept() -> None:
+    from datetime import timedelta
+
+    from lgos.run.expiry import expire_stored_responses
+
+    store = InMemoryResponseStore()
+    event = {"type": "response.completed", "sequence_number": 1}
+    # A background Response's events are kept under its engine run id, not its id.
+    await store.put_response(
+        StoredResponse(id="resp_old", owner_scope="s", model="m", created_at=1, events_key="run1")
+    )
+    await store.put_response(StoredResponse(id="resp_new", owner_scope="s", model="m"))
+    await store.events.append("run1", [event])
+    await store.events.append("resp_new", [event])
+    assert await expire_stored_responses(store, None, older_than=timedelta(days=30)) == 1
+    assert await store.events.read("run1", 0) == []
+    assert await store.events.read("resp_new", 0) == [event]
