@@ -24,6 +24,12 @@ class RunCoordinator(Protocol):
         """
         ...
 
+    def leased_fresh(self, key: str) -> bool:
+        """Under the lease on `key`: whether taking it proved that no earlier execution left
+        work to continue (the run never ran, or every run of it ended cleanly). False when
+        it cannot tell: the caller then looks at the checkpoint."""
+        ...
+
     async def mark_paused(self, key: str) -> None:
         """Record that `key` is paused now (called under its lease)."""
         ...
@@ -61,6 +67,9 @@ class InMemoryRunCoordinator:
 
     def lease(self, key: str) -> AbstractAsyncContextManager[None]:
         return self._lease(key)
+
+    def leased_fresh(self, key: str) -> bool:
+        return False  # it keeps no trace of past executions: the checkpoint tells
 
     async def mark_paused(self, key: str) -> None:
         self._paused[key] = time.time()

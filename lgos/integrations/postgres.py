@@ -340,6 +340,11 @@ class PostgresRunCoordinator:
             # The pool replaces a closed connection instead of reusing it.
             await self._pool.putconn(conn)
 
+    def leased_fresh(self, key: str) -> bool:
+        # The lease added the run's index row: there was none, and every execution keeps one
+        # from its start until it ends cleanly (a dead worker's stays), so none left work.
+        return key in self._unsettled
+
     async def mark_paused(self, key: str) -> None:
         await self._settle(key, "paused", _MARK_PAUSED)
 

@@ -124,8 +124,12 @@ async def run_checkpointed(
         graph_input: Any = None  # None continues from the checkpoint
         checkpointing = latest
         paused: _PauseRecord | None = None
-        if continue_existing and await _has_pending_work(
-            graph, config, request, latest, turn_id if keep else None
+        if (
+            continue_existing
+            # Taking the lease may already prove there is nothing to continue (a run's first
+            # execution, the common case): one checkpoint read less.
+            and not coordinator.leased_fresh(key)
+            and await _has_pending_work(graph, config, request, latest, turn_id if keep else None)
         ):
             # A worker died mid-run (after applying the answer, if any): pick up where it was.
             pass

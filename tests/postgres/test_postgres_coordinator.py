@@ -348,3 +348,29 @@ async def test_a_lease_that_leaves_an_orphan_checkpoint_keeps_its_row(
             {"messages": [HumanMessage("orphaned")]}, {"configurable": {"thread_id": "orphan"}}
         )
     assert "orphan" in await index_rows(module_database)
+
+
+async def test_a_lease_knows_when_no_earlier_execution_left_work(
+    replicas: tuple[ServerResources, ServerResources], module_database: str
+) -> None:
+    """`leased_fresh` lets a continued run skip its checkpoint read. It must never say fresh
+    for a run that paused, or whose holder died mid-run (on any replica): that run would
+    start over instead of continuing."""
+    first, second = (coordinator(r) for r in replicas)
+    async with first.lease("run-fresh"):
+        assert first.leased_fresh("run-fresh")  # never ran
+    async with second.lease("run-fresh"):
+        # Its earlier execution left no checkpoint, so its index row went with the lease.
+        assert second.leased_fresh("run-fresh")
+        await second.mark_paused("run-fresh")
+    async with first.lease("run-fresh"):
+        assert not first.leased_fresh("run-fresh")  # paused: the answer continues it
+        await first.mark_done("run-fresh")
+    # A holder that died mid-run never released: its row stays behind.
+    async with await psycopg.AsyncConnection.connect(module_database, autocommit=True) as conn:
+        await conn.execute(
+            "INSERT INTO lgos_paused_runs (thread_id, paused_at) VALUES ('run-died', now())"
+        )
+    async with second.lease("run-died"):
+        assert not second.leased_fresh("run-died")
+    assert not InMemoryRunCoordinator().leased_fresh("run-fresh")
