@@ -41,36 +41,13 @@ MEASURED = "benchmarks/profile_review.py:measured"
 
 async def _lgos(runs: int) -> float:
     from benchmarks.background import database
-    from benchmarks.statements import NO_DELAY, served
+    from benchmarks.statements import review_round_trip, served
 
     with database() as uri:
         async with served(uri, "memory") as http:
 
             async def round_trip(index: int) -> None:
-                paused = await http.post(
-                    "/responses",
-                    json={
-                        "model": "background-interrupt",
-                        "input": f"review {index}",
-                        "metadata": NO_DELAY,
-                    },
-                )
-                call = next(i for i in paused.json()["output"] if i["type"] == "function_call")
-                answer = {
-                    "type": "function_call_output",
-                    "call_id": call["call_id"],
-                    "output": "approve",
-                }
-                final = await http.post(
-                    "/responses",
-                    json={
-                        "model": "background-interrupt",
-                        "input": [answer],
-                        "previous_response_id": paused.json()["id"],
-                        "metadata": NO_DELAY,
-                    },
-                )
-                assert final.json()["status"] == "completed", final.text
+                await review_round_trip(http, index)
 
             for index in range(WARM_UP):
                 await round_trip(index)

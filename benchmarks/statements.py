@@ -115,37 +115,38 @@ def report(name: str, counts: collections.Counter[str], runs: int, cpu_seconds: 
         print(f"  {count / runs:5.1f}  {kind}")
 
 
+async def review_round_trip(http: httpx.AsyncClient, index: int) -> None:
+    """One foreground review round trip on `background-interrupt`: pause, answer, final answer."""
+    paused = (
+        await http.post(
+            "/responses",
+            json={
+                "model": "background-interrupt",
+                "input": f"review {index}",
+                "metadata": NO_DELAY,
+            },
+        )
+    ).json()
+    call = next(i for i in paused["output"] if i["type"] == "function_call")
+    answer = {"type": "function_call_output", "call_id": call["call_id"], "output": "approve"}
+    final = await http.post(
+        "/responses",
+        json={
+            "model": "background-interrupt",
+            "previous_response_id": paused["id"],
+            "input": [answer],
+            "metadata": NO_DELAY,
+        },
+    )
+    assert final.json()["status"] == "completed", final.text
+
+
 async def review(counter: Counter, runs: int) -> None:
     with database() as uri:
         async with served(uri, "memory") as http:
             with counter.measuring() as counts:
                 for index in range(runs):
-                    paused = (
-                        await http.post(
-                            "/responses",
-                            json={
-                                "model": "background-interrupt",
-                                "input": f"review {index}",
-                                "metadata": NO_DELAY,
-                            },
-                        )
-                    ).json()
-                    call = next(i for i in paused["output"] if i["type"] == "function_call")
-                    answer = {
-                        "type": "function_call_output",
-                        "call_id": call["call_id"],
-                        "output": "approve",
-                    }
-                    final = await http.post(
-                        "/responses",
-                        json={
-                            "model": "background-interrupt",
-                            "previous_response_id": paused["id"],
-                            "input": [answer],
-                            "metadata": NO_DELAY,
-                        },
-                    )
-                    assert final.json()["status"] == "completed", final.text
+                    await review_round_trip(http, index)
     report("foreground review round trip (pause + answer)", counts, runs, counter.cpu_seconds)
 
 
