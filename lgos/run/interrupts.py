@@ -26,6 +26,8 @@ from typing import Any
 
 import jsonschema
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import Command, StateSnapshot
 
 from lgos.core import safe_json
@@ -134,9 +136,9 @@ async def run_checkpointed(
             # A worker died mid-run (after applying the answer, if any): pick up where it was.
             pass
         elif resume is not None:
-            state = await graph.aget_state(runnable_config(config, request, latest), subgraphs=True)
+            state, read = await _paused_state(graph, runnable_config(config, request, latest))
             graph_input = _resume_command(state, resume)
-            paused = await _record_pause(graph, state)
+            paused = await _record_pause(graph, state, read)
         else:
             graph_input = config.request_to_input(request)
             if keep and checkpoint_id is not None:
@@ -239,13 +241,57 @@ def _schema_answer(output: str, schema: dict[str, Any], param: str) -> Any:
     return value
 
 
-async def _record_pause(graph: CompiledGraph, state: StateSnapshot) -> _PauseRecord:
+class _ReadRecorder(BaseCheckpointSaver[Any]):
+    """A run's saver for `aget_state` that keeps every checkpoint it reads, pending writes and
+    all: the snapshot leaves out the answers each task already holds, and the pause record
+    takes them from here instead of reading each checkpoint again."""
+
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+        super().__init__(serde=saver.serde)
+        self._saver = saver
+        self.read: dict[tuple[str, str], CheckpointTuple] = {}
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        saved = await self._saver.aget_tuple(config)
+        if saved is not None:
+            self.read[_level_key(saved.config)] = saved
+        return saved
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Any) -> Any:
+        return await self._saver.aget_delta_channel_history(config=config, channels=channels)
+
+    def get_next_version(self, current: Any, channel: None) -> Any:
+        return self._saver.get_next_version(current, channel)
+
+
+def _level_key(config: RunnableConfig | None) -> tuple[str, str]:
+    configurable = (config or {}).get("configurable", {})
+    return str(configurable.get("checkpoint_ns", "")), _checkpoint_id(config or {})
+
+
+async def _paused_state(
+    graph: CompiledGraph, run_config: RunnableConfig
+) -> tuple[StateSnapshot, Mapping[tuple[str, str], CheckpointTuple]]:
+    """The paused run's state at every level, and the checkpoints it was built from."""
+    recorder = _ReadRecorder(graph.checkpointer)  # type: ignore[arg-type]
+    # LangGraph reads a state through the saver a config names (it lends its own to subgraphs
+    # that way), so every level's read goes through the recorder.
+    configurable = {**run_config.get("configurable", {}), CONFIG_KEY_CHECKPOINTER: recorder}
+    state = await graph.aget_state({**run_config, "configurable": configurable}, subgraphs=True)
+    return state, recorder.read
+
+
+async def _record_pause(
+    graph: CompiledGraph, state: StateSnapshot, read: Mapping[tuple[str, str], CheckpointTuple]
+) -> _PauseRecord:
     """The answers every task of the pause holds, at every level that has a checkpoint."""
     checkpointer: Any = graph.checkpointer
     levels: list[_PausedLevel] = []
 
     async def visit(snapshot: StateSnapshot) -> None:
-        saved = await checkpointer.aget_tuple(snapshot.config)
+        saved = read.get(_level_key(snapshot.config))
+        if saved is None:  # not expected: every level of the snapshot was read above
+            saved = await checkpointer.aget_tuple(snapshot.config)
         writes = (saved.pending_writes or []) if saved is not None else []
         held = {task_id: value for task_id, channel, value in writes if channel == _RESUME_CHANNEL}
         answers = {task.id: held.get(task.id, []) for task in snapshot.tasks}
