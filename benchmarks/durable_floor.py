@@ -1,7 +1,13 @@
-"""The engine floors' workers: each engine alone running a no-op job (no LGOS, no graph).
+"""The engine floors' workers: each engine alone, without LGOS, running two jobs.
 
-    python -m benchmarks.durable_floor dbos <system database URL> <executor id>
-    python -m benchmarks.durable_floor hatchet <worker name>
+    LGOS_BENCH_CHECKPOINT_URI=<postgresql URI> \
+        python -m benchmarks.durable_floor dbos <system database URL> <executor id>
+    LGOS_BENCH_CHECKPOINT_URI=<postgresql URI> python -m benchmarks.durable_floor hatchet <name>
+
+The jobs: a no-op (the engine floor), and the demo's `background-mock` graph run on LangGraph's
+`AsyncPostgresSaver` with `durability="sync"`, as a user of the engine would run a graph in it
+with nothing of LGOS (the engine + graph floor: one DBOS step, or one Hatchet task). The saver
+writes to the database that URI names, whose tables the benchmark set up.
 
 `benchmarks.durable` starts two of each, beside LGOS's own workers, with the same slots and
 the same queue settings as `lgos worker`, and prints `floor.ready` once the worker takes jobs.
@@ -11,46 +17,131 @@ The client half (enqueue or trigger, then wait for the result) lives in `benchma
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from hatchet_sdk import Context, EmptyModel
 
 # The floor's names, distinct from LGOS's so the two never take each other's jobs.
 DBOS_WORKFLOW = "lgos-bench.noop"
+DBOS_GRAPH_WORKFLOW = "lgos-bench.graph"
 DBOS_QUEUE = "lgos-bench-floor"
 DBOS_VERSION = "lgos-bench-floor-1"
 HATCHET_TASK = "lgos-bench-noop"
+HATCHET_GRAPH_TASK = "lgos-bench-graph"
 SLOTS = 4  # LGOS_WORKER_SLOTS' default
+CHECKPOINT_URI_VARIABLE = "LGOS_BENCH_CHECKPOINT_URI"
 
 
-def register_dbos_workflow() -> Any:
-    """The no-op workflow (both sides declare it; the client only needs its name)."""
+def graph_config(model: str) -> dict[str, Any]:
+    """A fresh thread, and the demo request that sets the graphs' delay to 0."""
+    from langchain_core.messages import HumanMessage
+
+    from demo.graphs.review import DelaySettings
+    from lgos.core.request import GraphRequest
+    from lgos.run.nodes import REQUEST_CONFIG_KEY
+
+    request = GraphRequest(
+        model=model,
+        messages=(HumanMessage("floor"),),
+        settings=DelaySettings(delay_seconds=0),
+    )
+    return {"configurable": {"thread_id": uuid.uuid4().hex, REQUEST_CONFIG_KEY: request}}
+
+
+class GraphRunner:
+    """`background-mock` on LangGraph's PostgreSQL saver, run as LangGraph documents it."""
+
+    def __init__(self, checkpointer: Any) -> None:
+        from demo.graphs.review import background_mock_graph
+
+        self.graph = background_mock_graph().copy({"checkpointer": checkpointer})
+
+    async def run(self, text: str) -> str:
+        from langchain_core.messages import HumanMessage
+
+        final = await self.graph.ainvoke(
+            {"messages": [HumanMessage(text)]}, graph_config("background-mock"), durability="sync"
+        )
+        return str(final["messages"][-1].content)
+
+
+@asynccontextmanager
+async def graph_runner() -> AsyncIterator[GraphRunner]:
+    """A runner on a pool of one connection per slot, opened on the running event loop."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    async with AsyncConnectionPool(
+        os.environ[CHECKPOINT_URI_VARIABLE],
+        min_size=SLOTS,
+        max_size=SLOTS,
+        kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0},
+        open=False,
+    ) as pool:
+        yield GraphRunner(AsyncPostgresSaver(pool))
+
+
+_dbos_runner: GraphRunner | None = None  # the DBOS floor worker's, set before DBOS launches
+
+
+def register_dbos_workflows() -> None:
+    """The no-op workflow and the graph's (both sides declare them; the client only needs
+    their names)."""
     from dbos import DBOS, WorkflowSerializationFormat
 
     async def noop(index: int) -> dict[str, Any]:
         return {"index": index}
 
-    return DBOS.workflow(
-        name=DBOS_WORKFLOW, serialization_type=WorkflowSerializationFormat.PORTABLE
-    )(noop)
+    async def run_graph_step(index: int) -> str:
+        assert _dbos_runner is not None, "the floor worker sets its runner before launch"
+        return await _dbos_runner.run(f"floor {index}")
+
+    step = DBOS.step(name="lgos-bench.graph-step", retries_allowed=False)(run_graph_step)
+
+    async def graph(index: int) -> dict[str, Any]:
+        return {"text": await step(index)}
+
+    portable = WorkflowSerializationFormat.PORTABLE
+    DBOS.workflow(name=DBOS_WORKFLOW, serialization_type=portable)(noop)
+    DBOS.workflow(name=DBOS_GRAPH_WORKFLOW, serialization_type=portable)(graph)
 
 
-def hatchet_task(hatchet: Any) -> Any:
+def hatchet_tasks(hatchet: Any) -> tuple[Any, Any]:
+    """The no-op task and the graph's."""
+
     @hatchet.task(name=HATCHET_TASK, retries=0)
     async def noop(task_input: EmptyModel, ctx: Context) -> dict[str, Any]:
         return {"ok": True}
 
-    return noop
+    @hatchet.task(name=HATCHET_GRAPH_TASK, retries=0)
+    async def graph(task_input: EmptyModel, ctx: Context) -> dict[str, Any]:
+        runner = ctx.lifespan
+        assert isinstance(runner, GraphRunner), "the floor worker's lifespan yields its runner"
+        return {"text": await runner.run("floor")}
+
+    return noop, graph
 
 
 async def _dbos_worker(url: str, executor_id: str) -> None:
+    async with graph_runner() as runner:
+        global _dbos_runner
+        _dbos_runner = runner
+        await _serve_dbos(url, executor_id)
+
+
+async def _serve_dbos(url: str, executor_id: str) -> None:
     from dbos import DBOS
 
     from lgos.integrations.dbos import QUEUE_POLLING_INTERVAL_SECONDS
 
-    register_dbos_workflow()
+    register_dbos_workflows()
     DBOS(
         config={
             "name": "lgos-bench-floor",
@@ -82,10 +173,12 @@ def _hatchet_worker(name: str) -> None:
     hatchet = Hatchet()
 
     async def lifespan() -> Any:
-        print("floor.ready", flush=True)
-        yield None
+        async with graph_runner() as runner:
+            print("floor.ready", flush=True)
+            yield runner
 
-    hatchet.worker(name, slots=SLOTS, workflows=[hatchet_task(hatchet)], lifespan=lifespan).start()
+    tasks = list(hatchet_tasks(hatchet))
+    hatchet.worker(name, slots=SLOTS, workflows=tasks, lifespan=lifespan).start()
 
 
 def main() -> None:
