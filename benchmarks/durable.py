@@ -289,7 +289,9 @@ async def _answered(client: AsyncOpenAI, response: Any, background: bool) -> Any
     return response
 
 
-async def lgos_review(client: AsyncOpenAI, runs: int, *, background: bool) -> float:
+async def lgos_review(
+    client: AsyncOpenAI, runs: int, *, background: bool, store: bool = True
+) -> float:
     seconds = []
     for index in range(runs):
         started = time.perf_counter()
@@ -300,6 +302,7 @@ async def lgos_review(client: AsyncOpenAI, runs: int, *, background: bool) -> fl
                 input=f"review {index}",
                 metadata=NO_DELAY,
                 background=background,
+                store=store,
             ),
             background,
         )
@@ -320,6 +323,7 @@ async def lgos_review(client: AsyncOpenAI, runs: int, *, background: bool) -> fl
                 ],
                 metadata=NO_DELAY,
                 background=background,
+                store=store,
             ),
             background,
         )
@@ -515,6 +519,14 @@ async def measure(
                 lambda: lgos_review(clients["memory"], counts.runs, background=False),
             )
         )
+        # What the stored Responses cost the round trip: the same without them (a pause is
+        # answered through the run its Response id names, stored or not).
+        steps.append(
+            (
+                "lgos review foreground, store=false",
+                lambda: lgos_review(clients["memory"], counts.runs, background=False, store=False),
+            )
+        )
         steps.append(
             (
                 "lgos review background dbos",
@@ -676,6 +688,14 @@ def goals(results: Results) -> list[Goal]:
     )
     found.append(
         Goal(
+            "(not a goal) review round trip, foreground, store=false ÷ review floor",
+            _paired(results, "lgos review foreground, store=false", (1, "review floor")),
+            1.3,
+            True,
+        )
+    )
+    found.append(
+        Goal(
             "review round trip, background (DBOS) ÷ (review floor + 2 × engine floor)",
             _paired(
                 results,
@@ -730,6 +750,10 @@ _LABELS = {
     "lgos dbos": ("LGOS DBOS: create → completed", "ms"),
     "lgos hatchet": ("LGOS Hatchet: create → completed", "ms"),
     "lgos review foreground": ("LGOS review round trip, foreground, PostgreSQL", "ms"),
+    "lgos review foreground, store=false": (
+        "LGOS review round trip, foreground, PostgreSQL, no stored Responses",
+        "ms",
+    ),
     "lgos review background dbos": ("LGOS review round trip, background DBOS", "ms"),
     "lgos stream tail dbos": (
         "LGOS stream tail (DBOS): append → client (median of pass p50s)",

@@ -115,8 +115,9 @@ def report(name: str, counts: collections.Counter[str], runs: int, cpu_seconds: 
         print(f"  {count / runs:5.1f}  {kind}")
 
 
-async def review_round_trip(http: httpx.AsyncClient, index: int) -> None:
-    """One foreground review round trip on `background-interrupt`: pause, answer, final answer."""
+async def review_round_trip(http: httpx.AsyncClient, index: int, *, store: bool = True) -> None:
+    """One foreground review round trip on `background-interrupt`: pause, answer, final answer
+    (with `store: false`, answered through the run the paused Response's id names)."""
     paused = (
         await http.post(
             "/responses",
@@ -124,6 +125,7 @@ async def review_round_trip(http: httpx.AsyncClient, index: int) -> None:
                 "model": "background-interrupt",
                 "input": f"review {index}",
                 "metadata": NO_DELAY,
+                "store": store,
             },
         )
     ).json()
@@ -136,6 +138,7 @@ async def review_round_trip(http: httpx.AsyncClient, index: int) -> None:
             "previous_response_id": paused["id"],
             "input": [answer],
             "metadata": NO_DELAY,
+            "store": store,
         },
     )
     assert final.json()["status"] == "completed", final.text
@@ -144,10 +147,17 @@ async def review_round_trip(http: httpx.AsyncClient, index: int) -> None:
 async def review(counter: Counter, runs: int) -> None:
     with database() as uri:
         async with served(uri, "memory") as http:
-            with counter.measuring() as counts:
-                for index in range(runs):
-                    await review_round_trip(http, index)
-    report("foreground review round trip (pause + answer)", counts, runs, counter.cpu_seconds)
+            for store in (True, False):
+                with counter.measuring() as counts:
+                    for index in range(runs):
+                        await review_round_trip(http, index, store=store)
+                what = "" if store else ", store=false"
+                report(
+                    f"foreground review round trip (pause + answer{what})",
+                    counts,
+                    runs,
+                    counter.cpu_seconds,
+                )
 
 
 async def background(counter: Counter, runs: int) -> None:
