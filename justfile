@@ -65,10 +65,11 @@ docs *args:
 bench *args:
     uv run --with-requirements benchmarks/requirements.txt python -m benchmarks {{ args }}
 
-# The durable paths against their floors (engines alone, LangGraph's PostgreSQL saver alone):
-# background create→completed and runs/s per engine, review round trips, stream tails. Writes
-# durable.json, durable.md and img/durable.png under --out (default benchmarks/.results/).
-# `just bench-durable --quick` takes a few minutes; the Hatchet engine comes from `just setup`.
+# The durable paths against their floors (engines alone, each engine running the graph itself,
+# LangGraph's PostgreSQL saver alone): background create→completed and runs/s per engine, review
+# round trips, stream tails. Writes durable.json, durable.md and img/durable.png under --out
+# (default benchmarks/.results/). The full run takes about 9 minutes here, `--quick` about 4;
+# the Hatchet engine comes from `just setup`.
 bench-durable *args:
     uv run --with-requirements benchmarks/requirements.txt python -m benchmarks.durable {{ args }}
 
