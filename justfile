@@ -77,6 +77,10 @@ bench-durable *args:
 bench-profile-review *args:
     uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile_review {{ args }}
 
+# Where a background burst's CPU goes, in the API and one worker (benchmarks/profile_burst.py).
+bench-profile-burst *args:
+    uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile_burst {{ args }}
+
 # Profile one benchmark target under load (see benchmarks/profile.py for the options).
 bench-profile *args:
     uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile {{ args }}
