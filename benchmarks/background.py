@@ -51,6 +51,13 @@ BURST_POLL_SECONDS = 0.25
 _RUNNING = re.compile(r"Uvicorn running on (http://[\d.]+:\d+)")
 
 
+def stop_children_on_sigterm() -> None:
+    """Make SIGTERM (from `timeout` or `kill`) unwind this process like Ctrl-C does, so the
+    `with` blocks that started servers, workers and engines stop them: by default Python ends
+    at once and leaves them running, orphaned, loading the machine for later measurements."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
 class Process:
     def __init__(self, args: list[str], env: dict[str, str], program: str = LGOS) -> None:
         self.popen = subprocess.Popen(
@@ -218,6 +225,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--engines", default="memory,dbos,hatchet")
     args = parser.parse_args()
+    stop_children_on_sigterm()
     results = {}
     for engine in args.engines.split(","):
         with deployment(engine) as base_url:

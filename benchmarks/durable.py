@@ -66,6 +66,7 @@ from benchmarks.background import (
     database,
     engine_settings,
     environment,
+    stop_children_on_sigterm,
     until_completed,
 )
 from benchmarks.durable_floor import CHECKPOINT_URI_VARIABLE, graph_config
@@ -864,6 +865,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=REPO / "benchmarks" / ".results", help="report directory"
     )
     args = parser.parse_args(argv)
+    stop_children_on_sigterm()
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     counts = MODES[mode]
     engines = [name.strip() for name in args.engines.split(",") if name.strip()]

@@ -22,7 +22,7 @@ from contextlib import ExitStack
 import psycopg
 from openai import AsyncOpenAI
 
-from benchmarks.background import create, engine_settings
+from benchmarks.background import create, engine_settings, stop_children_on_sigterm
 from benchmarks.durable import POLL_SECONDS, lgos_deployment
 from lgos.wire import ids
 
@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("engine", choices=["dbos", "hatchet"])
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args(argv)
+    stop_children_on_sigterm()
     with ExitStack() as stack:
         settings = stack.enter_context(engine_settings(args.engine))
         deployment = stack.enter_context(lgos_deployment(args.engine, stack, settings))

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from openai import AsyncOpenAI
 
-from benchmarks.background import engine_settings
+from benchmarks.background import engine_settings, stop_children_on_sigterm
 from benchmarks.durable import cpu_seconds, lgos_burst, lgos_deployment
 from benchmarks.profile import summarize
 
@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=60)
     parser.add_argument("--top", type=int, default=30)
     args = parser.parse_args(argv)
+    stop_children_on_sigterm()
     runs = args.bursts * args.size
     with ExitStack() as stack, tempfile.TemporaryDirectory() as scratch:
         settings = stack.enter_context(engine_settings(args.engine))
