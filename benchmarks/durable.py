@@ -453,6 +453,16 @@ def lgos_deployment(
         api.stop()
 
 
+def print_server_errors(deployments: dict[str, Deployment]) -> None:
+    """A failed step shows what the servers logged as errors (their output is kept, not
+    printed), so a 5xx seen by the client comes with the server's own record of it."""
+    for deployment in deployments.values():
+        for index, process in enumerate(deployment.processes):
+            errors = [line for line in process.lines if '"level": "error"' in line]
+            for line in errors[-5:]:
+                print(f"{deployment.engine} process {index}: {line.rstrip()}", file=sys.stderr)
+
+
 def floor_workers(engine: str, env: dict[str, str], *args: str) -> list[Process]:
     return [
         Process(["-m", "benchmarks.durable_floor", engine, *args, f"floor-{index}"], env, PYTHON)
@@ -572,7 +582,11 @@ async def measure(
             for name, step in steps:
                 before = cpu_seconds(served.get(name, []))
                 own_before = time.process_time()
-                value = await step()
+                try:
+                    value = await step()
+                except Exception:
+                    print_server_errors(deployments)
+                    raise
                 results.add(name, value)
                 if name in served:
                     used = (cpu_seconds(served[name]) - before) * 1000 / counts.burst
