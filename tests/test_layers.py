@@ -5,6 +5,7 @@ module imports itself back through others. docs/architecture.md explains the lay
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -178,3 +179,16 @@ def test_the_checks_catch_an_upward_import_and_a_circle(tmp_path: Path) -> None:
         ["lgos.core.a", "lgos.server.app", "lgos.core.a"],
         ["lgos.wire.x", "lgos.wire.y", "lgos.wire.x"],
     ]
+
+
+def test_the_demo_never_imports_the_tests() -> None:
+    """`demo/` is what people copy into their own services; a copy must not need `tests/`."""
+    demo = Path(__file__).resolve().parents[1] / "demo"
+    offenders = [
+        f"{path.relative_to(demo.parent)}: {line.strip()}"
+        for path in sorted(demo.rglob("*.py"))
+        if ".venv" not in path.parts
+        for line in path.read_text().splitlines()
+        if re.match(r"\s*(from|import)\s+tests(\.|\s|$)", line)
+    ]
+    assert offenders == []

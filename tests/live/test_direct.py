@@ -1,6 +1,6 @@
 """The gateway suites straight against the LGOS API (no gateway in between).
 
-`just demo/test-direct` (or `uv run pytest demo/tests_live/test_direct.py`).
+`just demo/test-direct` (or `uv run pytest tests/live/test_direct.py`).
 Without DEMO_API_URL the session starts the API (and a worker) itself.
 """
 

@@ -1,6 +1,6 @@
 """Background Responses and background review through the LiteLLM proxy.
 
-`just demo/test-background-gateway` (or `uv run pytest demo/tests_live/test_background_gateway.py`).
+`just demo/test-background-gateway` (or `uv run pytest tests/live/test_background_gateway.py`).
 Without DEMO_GATEWAY_URL the session starts the API, a worker and LiteLLM itself.
 """
 

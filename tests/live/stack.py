@@ -92,7 +92,7 @@ class LocalStack:
         if self.background == "dbos" and importlib.util.find_spec("dbos") is None:
             raise RuntimeError(
                 "the local stack runs background work on DBOS, which is not installed in this "
-                "environment: run `uv run --extra postgres --extra dbos pytest demo/tests_live` "
+                "environment: run `uv run --extra postgres --extra dbos pytest tests/live` "
                 "(or set DEMO_STACK_BACKGROUND=memory for a single-process API)"
             )
         env = {"LGOS_BACKGROUND": self.background}

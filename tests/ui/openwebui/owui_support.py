@@ -19,8 +19,8 @@ from playwright.sync_api import Page
 from tests.support.processes import Process, free_port
 
 HERE = Path(__file__).resolve().parent
-OPENWEBUI_DIR = HERE.parent
-REPO = OPENWEBUI_DIR.parent.parent
+REPO = HERE.parents[2]
+OPENWEBUI_DIR = REPO / "demo" / "openwebui"
 # The gitignored build folder; `just docs-images` copies the pictures to docs/img/openwebui.
 SCREENSHOTS = REPO / "build" / "screenshots" / "openwebui"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")

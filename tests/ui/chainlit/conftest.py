@@ -34,8 +34,8 @@ else:
     # Runs wait for real processes (a background run is polled every second): allow 30 s.
     playwright_api.expect.set_options(timeout=30_000)
 
-APP_DIR = Path(__file__).resolve().parents[1]
-REPO = APP_DIR.parents[1]
+REPO = Path(__file__).resolve().parents[3]
+APP_DIR = REPO / "demo" / "chainlit"
 # Screenshots go to the gitignored build folder; `just docs-images` copies them to docs/img.
 SHOTS = REPO / "build" / "screenshots" / "chainlit"
 PG_ADMIN_URL = os.environ.get("LGOS_TEST_POSTGRES_ADMIN", "postgresql://postgres@127.0.0.1:5432")

@@ -1,6 +1,6 @@
 """Chat Completions, Responses and model metadata through the LiteLLM proxy.
 
-`just demo/test-litellm` (or `uv run pytest demo/tests_live/test_litellm.py`).
+`just demo/test-litellm` (or `uv run pytest tests/live/test_litellm.py`).
 """
 
 from __future__ import annotations
