@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 from pydantic import BaseModel, Field
@@ -188,15 +188,15 @@ def _now() -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime())
 
 
-def progress_line(state: str, elapsed: float, step: str = "") -> str:
-    """What a background run is doing, with the time since it was created."""
-    seconds = max(0, int(elapsed))
+def progress_line(state: str, step: str = "", waited: float = 0, worker_start: str = "") -> str:
+    """What a background run is doing. A state, not a clock: Open WebUI keeps every status
+    line in the message's history, so a line only changes when the run's state does."""
     if state == "queued":
-        line = f"Queued ({seconds} s)"
-        if seconds >= QUEUED_WARNING_SECONDS:
-            line += f" · no worker has picked this up for {seconds} s"
-        return line
-    return f"Running ({seconds} s)" + (f" · {step}" if step else "")
+        if waited < QUEUED_WARNING_SECONDS:
+            return "Queued"
+        fix = f" Start one with `{worker_start}`." if worker_start else ""
+        return f"Queued for {int(waited)} s: no worker has taken this run.{fix}"
+    return "Running" + (f" · {step}" if step else "")
 
 
 _MARKER_AFTER = re.compile(r"[ \t,]*\[(\d{1,3})\]")
@@ -285,27 +285,51 @@ class ReviewQuestion:
 
 
 class Review:
-    """A Response that paused on review questions, until they are answered."""
+    """A Response that paused on review questions, until they are answered.
 
-    def __init__(self, response_id: str, calls: list[dict[str, Any]]) -> None:
+    `message_id` is the chat message that shows the review, `function_id` the Pipe that runs
+    its model, and `model` the LGOS model: what "Answer now" needs to resume it.
+    """
+
+    def __init__(
+        self,
+        response_id: str,
+        calls: list[dict[str, Any]],
+        *,
+        message_id: str = "",
+        function_id: str = "",
+        model: str = "",
+    ) -> None:
         self.response_id = response_id
         self.calls = calls
+        self.message_id = message_id
+        self.function_id = function_id
+        self.model = model
         self.questions = [ReviewQuestion.parse(call) for call in calls]
 
     def card_markdown(self) -> str:
-        """The review in the answer itself: the question and what it is about."""
+        """What the review is about, in the answer itself. The question is the card's: it is
+        written here only once the card is gone (see `waiting_note`)."""
         parts = []
         for question in self.questions:
-            parts.append(f"\n\n---\n\n#### Waiting for your review\n\n**{question.question}**")
             if question.details:
                 quoted = "\n".join(f"> {line}" for line in question.details.splitlines())
-                parts.append(f"\n\n{quoted}")
-        return "".join(parts) + "\n"
+                parts.append(f"\n\n---\n\n#### For your review\n\n{quoted}")
+        return "".join(parts) + "\n" if parts else ""
+
+    def waiting_note(self) -> str:
+        """The review left waiting: its question, and the two ways to answer it."""
+        question = self.questions[0]
+        return (
+            f"\n\n> **Waiting for your review:** {question.question}\n>\n"
+            "> Press **Answer now** under this message, or type your answer "
+            f"({self.reply_hint()}) and send it: it answers this review, it starts nothing new.\n"
+        )
 
     def reply_hint(self) -> str:
         question = self.questions[0]
         options = " or ".join(f"**{choice}**" for choice in question.choices)
-        return options + (" (or your own words)" if question.allow_other else "")
+        return options + (", or your own words" if question.allow_other else "")
 
     def answer_request(self, base: dict[str, Any], *answers: str) -> dict[str, Any]:
         outputs = [
@@ -314,14 +338,38 @@ class Review:
         ]
         return {**base, "previous_response_id": self.response_id, "input": outputs}
 
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "response_id": self.response_id,
+            "calls": self.calls,
+            "message_id": self.message_id,
+            "function_id": self.function_id,
+            "model": self.model,
+        }
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> "Review":
+        return cls(
+            entry["response_id"],
+            entry["calls"],
+            message_id=str(entry.get("message_id") or ""),
+            function_id=str(entry.get("function_id") or ""),
+            model=str(entry.get("model") or ""),
+        )
+
+
+def answered_line(answer: str) -> str:
+    return f"\n\n> **Review answered:** {answer} · {_now()}\n\n"
+
 
 class PendingReviews:
-    """The review left waiting in each chat (dismissed or timed out); the next message answers.
+    """The review waiting in each chat, from the moment it is shown until it is answered.
 
-    Kept in a small JSON file in Open WebUI's data folder, so that a restart of Open WebUI (or
-    a reload of this function) does not forget it: the run waits on the LGOS server either
-    way, and without this the next message would start a new run instead of answering. Each
-    entry is keyed by the server too, since a chat may switch to a model on another one.
+    Kept in a small JSON file in Open WebUI's data folder, so that a Stop, a reload, a restart
+    of Open WebUI (or a reload of this function) does not forget it: the run waits on the LGOS
+    server either way, and without this the next message would start a new run instead of
+    answering. Each entry is keyed by the server too, since a chat may switch to a model on
+    another one.
     """
 
     FILE_NAME = "lgos_pending_reviews.json"
@@ -336,16 +384,23 @@ class PendingReviews:
             entry = entries.pop(f"{server} {chat_id}", None)
             if entry is not None:
                 self._write(entries)
-        return Review(entry["response_id"], entry["calls"]) if entry else None
+        return Review.from_json(entry) if entry else None
 
     def put(self, server: str, chat_id: str, review: Review) -> None:
         with self._lock:
             entries = self._read()
-            entries[f"{server} {chat_id}"] = {
-                "response_id": review.response_id,
-                "calls": review.calls,
-            }
+            entries[f"{server} {chat_id}"] = review.as_json()
             self._write(entries)
+
+    def in_chat(self, chat_id: str) -> tuple[str, Review] | None:
+        """The review waiting in a chat, on whichever server: (server, review)."""
+        with self._lock:
+            entries = self._read()
+        for key, entry in entries.items():
+            server, _, chat = key.rpartition(" ")
+            if chat == chat_id:
+                return server, Review.from_json(entry)
+        return None
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -392,6 +447,19 @@ class Pipe:
         )
         timeout_seconds: float = Field(
             default=120.0, description="Timeout of one HTTP call (a stream may last longer)."
+        )
+        upstream_name: str = Field(
+            default="LGOS",
+            description="What base_url is, in the chat's outage messages (e.g. the LiteLLM "
+            "gateway).",
+        )
+        upstream_start: str = Field(
+            default="", description="The command that starts base_url, named when it is down."
+        )
+        worker_start: str = Field(
+            default="just demo/worker",
+            description="The command that starts a background worker, named when no worker "
+            "takes a run.",
         )
 
     class UserValves(BaseModel):
@@ -452,8 +520,10 @@ class Pipe:
         # Open WebUI names manifold models "<function id>.<LGOS model id>".
         model = body["model"].split(".", 1)[1]
         user_valves = (__user__ or {}).get("valves")
+        values = user_valves.model_dump() if isinstance(user_valves, BaseModel) else {}
         metadata = __metadata__ or {}
-        turn = _Turn(self.valves, model, user_valves, __event_emitter__, __event_call__)
+        turn = _Turn(self.valves, model, values, __event_emitter__, __event_call__)
+        turn.function_id = body["model"].split(".", 1)[0]
         async with self._client() as client:
             turn.client = client
             texts = turn.run(to_input(body.get("messages") or []), metadata, self.pending)
@@ -466,118 +536,210 @@ class Pipe:
                 await texts.aclose()
 
 
+# The Action function is this file without `Pipe` (sync.py removes the name): it keeps these.
+PipeValves = Pipe.Valves
+
+
+class Action:
+    """ "Answer now": the review card again, for a review left waiting in this chat (after
+    Cancel, the card's timeout, a closed tab or a restart of Open WebUI). sync.py installs this
+    same file a second time as an Action function (without the Pipe) and shows its button under
+    the messages of the graphs that ask for reviews."""
+
+    actions: ClassVar[list[dict[str, str]]] = [{"id": "answer", "name": "Answer now"}]
+
+    class Valves(BaseModel):
+        pass
+
+    def __init__(self) -> None:
+        self.valves = self.Valves()
+        self.pending = PendingReviews(data_folder())
+
+    async def action(
+        self,
+        body: dict[str, Any],
+        __user__: dict[str, Any] | None = None,
+        __event_emitter__: Emitter | None = None,
+        __event_call__: Callable[[dict[str, Any]], Awaitable[Any]] | None = None,
+    ) -> None:
+        chat_id = str(body.get("chat_id") or "")
+        found = self.pending.in_chat(chat_id) if chat_id else None
+        if found is None:
+            if __event_emitter__:
+                note = {"type": "info", "content": "Nothing waits for your review in this chat."}
+                await __event_emitter__({"type": "notification", "data": note})
+            return
+        _server, review = found
+        user_id = str((__user__ or {}).get("id") or "")
+        valves, values = await pipe_settings(review.function_id, user_id)
+        turn = _Turn(valves, review.model, values, __event_emitter__, __event_call__)
+        turn.function_id = review.function_id
+        metadata = {
+            "chat_id": chat_id,
+            "message_id": str(body.get("id") or ""),
+            "user_id": user_id,
+            "session_id": body.get("session_id"),
+        }
+        headers = {"Authorization": f"Bearer {valves.api_key}"} if valves.api_key else {}
+        async with httpx.AsyncClient(
+            base_url=valves.base_url.rstrip("/"),
+            headers=headers,
+            timeout=httpx.Timeout(valves.timeout_seconds, connect=10.0),
+        ) as client:
+            turn.client = client
+            async for text in turn.run([], metadata, self.pending, resume=review):
+                if text and __event_emitter__:
+                    await __event_emitter__({"type": "message", "data": {"content": text}})
+
+
+async def pipe_settings(function_id: str, user_id: str) -> tuple["PipeValves", dict[str, Any]]:
+    """The admin valves of a Pipe function and one user's valves of it, from Open WebUI."""
+    try:
+        from open_webui.models.functions import Functions  # type: ignore[import-not-found]
+    except ImportError:  # outside Open WebUI
+        return PipeValves(), {}
+    valves = await Functions.get_function_valves_by_id(function_id) or {}
+    values = await Functions.get_user_valves_by_id_and_user_id(function_id, user_id) or {}
+    return PipeValves(**valves), dict(values)
+
+
 class _Turn:
     """One assistant turn: possibly several Responses (a review answer starts a new one)."""
 
     def __init__(
         self,
-        valves: Pipe.Valves,
+        valves: "PipeValves",
         model: str,
-        user_valves: BaseModel | None,
+        user_values: dict[str, Any],
         emit: Emitter | None,
         call: Callable[[dict[str, Any]], Awaitable[Any]] | None,
     ) -> None:
         self.valves = valves
         self.model = model
-        self.user_valves = user_valves
+        self.user_values = dict(user_values)
         self._emit = emit
         self._call = call
         self.client: httpx.AsyncClient
         # The background Response being followed, cancelled if the user presses Stop.
         self.active_id: str | None = None
         self.client_settings: dict[str, Any] | None = None
+        self.background = False
+        self._last_status: tuple[str, bool] = ("", False)
+        # Which Pipe runs this turn, and how the chat names the server and its fix.
+        self.function_id = ""
+        self.upstream = valves.upstream_name or "LGOS"
+        self.start_hint = (
+            f"Start it with `{valves.upstream_start}`, then send your message again."
+            if valves.upstream_start
+            else "Check that it runs, then send your message again."
+        )
 
-    async def status(self, description: str, done: bool = False) -> None:
-        if self._emit:
-            await self._emit({"type": "status", "data": {"description": description, "done": done}})
+    async def status(self, description: str, done: bool = False, **extra: str) -> None:
+        """One line of the message's status history (`extra` is stored, not shown: the
+        background Response id, for whoever reads the chat back)."""
+        if self._emit and (description, done) != self._last_status:
+            self._last_status = (description, done)
+            data = {"description": description, "done": done, **extra}
+            await self._emit({"type": "status", "data": data})
 
     async def run(
         self,
         input_items: list[dict[str, Any]],
         metadata: dict[str, Any],
         pending: PendingReviews,
+        resume: Review | None = None,
     ) -> AsyncIterator[str]:
+        """The turn's text. `resume` is a review answered from its card after the turn that
+        showed it ended ("Answer now"): the card is asked again and the run resumed."""
         chat_id = str(metadata.get("chat_id") or "")
+        server = self.valves.base_url
         try:
-            info = await self._model_info()
-            self.client_settings = info.get("client_settings")
-            values = self.user_valves.model_dump() if self.user_valves else {}
-            background = bool(values.pop("run_in_background", False)) and "background" in info.get(
-                "features", []
-            )
-            base: dict[str, Any] = {"model": self.model}
-            request_metadata = {}
-            if chat_id:
-                request_metadata["conversation_id"] = chat_id
-            settings = changed_settings(values, self.client_settings)
-            if settings:
-                request_metadata["lgos_settings"] = json.dumps(settings)
-            if request_metadata:
-                base["metadata"] = request_metadata
-
-            server = self.valves.base_url
-            waiting = pending.pop(server, chat_id) if chat_id else None
+            base = await self._request_base(metadata)
+            waiting = None if resume else (pending.pop(server, chat_id) if chat_id else None)
             if waiting is not None:
-                # The review was dismissed earlier: this message is the answer to it.
+                # A review waits in this chat: whatever was typed answers it, never a new run.
                 review: Review | None = waiting
-                text = _content_text(input_items[-1]["content"]) if input_items else ""
-                request = waiting.answer_request(base, text.strip())
-                yield f"> **Your answer:** {text.strip()} · {_now()}\n\n"
+                text = _content_text(input_items[-1]["content"]).strip() if input_items else ""
+                request = waiting.answer_request(base, text)
+                yield answered_line(text).lstrip()
+                await self._mark_answered_elsewhere(waiting, metadata, text)
             else:
-                review = None
+                review = resume
                 request = {**base, "input": input_items}
-
+            message_id = str(metadata.get("message_id") or "")
+            ask_first = resume is not None
             while True:
                 refused: str | None = None
                 response: dict[str, Any] = {}
-                try:
-                    async for text, final in self._respond(request, background):
-                        if final is not None:
-                            response = final
-                        else:
-                            yield text
-                except LgosError as exc:
-                    if review is None or exc.status != 400:
-                        raise
-                    refused = str(exc)  # the graph refused the answer (a 400 on the resume)
-                failed = response.get("status") == "failed" and not answer_texts(response)
-                if review is not None and refused is None and failed:
-                    # A background continuation that failed with the graph's message.
-                    refused = (response.get("error") or {}).get("message") or "refused"
-                if refused is not None and review is not None:
-                    yield f"\n\n> **The answer was not accepted:** {refused}\n\n"
-                else:
-                    async for note in self._sources_and_outcome(response):
-                        yield note
-                    calls = interrupt_calls(response)
-                    if not calls or response.get("status") != "completed":
-                        return
-                    review = Review(response["id"], calls)
-                    yield review.card_markdown()
-                # The graph waits for a person: ask in the chat's question card.
+                if not ask_first:
+                    try:
+                        async for text, final in self._respond(request, self.background):
+                            if final is not None:
+                                response = final
+                            else:
+                                yield text
+                    except LgosError as exc:
+                        if review is None or exc.status != 400:
+                            raise
+                        refused = str(exc)  # the graph refused the answer (a 400 on the resume)
+                    failed = response.get("status") == "failed" and not answer_texts(response)
+                    if review is not None and refused is None and failed:
+                        # A background continuation that failed with the graph's message.
+                        refused = (response.get("error") or {}).get("message") or "refused"
+                    if refused is not None and review is not None:
+                        yield f"\n\n> **The answer was not accepted:** {refused}\n\n"
+                    else:
+                        async for note in self._sources_and_outcome(response):
+                            yield note
+                        calls = interrupt_calls(response)
+                        if not calls or response.get("status") != "completed":
+                            return
+                        review = Review(response["id"], calls)
+                        yield review.card_markdown()
+                ask_first = False
+                assert review is not None
+                review = Review(
+                    review.response_id,
+                    review.calls,
+                    message_id=message_id,
+                    function_id=self.function_id,
+                    model=self.model,
+                )
+                # Saved before the card opens: a Stop, a reload, a restart or an answer typed
+                # into the chat box while the card is open all find it.
+                if chat_id:
+                    pending.put(server, chat_id, review)
+                await self.status("Waiting for your review")
                 answers = []
                 for call in review.calls:
                     answer = await self._ask(call)
                     if answer is None:
-                        if chat_id:
-                            pending.put(server, chat_id, review)
-                        yield (
-                            "\n\n_The review is still waiting. Answer it by replying with "
-                            f"{review.reply_hint()} in the chat._\n"
-                        )
+                        if resume is None:  # an "Answer now" message already says it waits
+                            yield review.waiting_note()
                         await self.status("Waiting for your review", done=True)
                         return
                     answers.append(answer)
-                    yield f"\n\n> **Your answer:** {answer} · {_now()}\n\n"
+                if chat_id:
+                    pending.pop(server, chat_id)
+                if resume is not None:
+                    # "Answer now" on a message that says the review waits: it no longer does.
+                    await self._mark_answered_elsewhere(review, metadata, " · ".join(answers))
+                    resume = None
+                    yield "\n"
+                else:
+                    yield answered_line(" · ".join(answers))
                 request = review.answer_request(base, *answers)
         except LgosError as exc:
-            log.warning("LGOS request for %s failed: %s", self.model, exc)
+            log.warning("request for %s failed: %s", self.model, exc)
             await self.status("Failed", done=True)
-            yield f"\n\n**LGOS error:** {exc}{self._settings_hint(exc)}"
+            yield f"\n\n**{self.upstream} refused the request:** {exc}{self._settings_hint(exc)}"
         except httpx.HTTPError as exc:
-            log.warning("LGOS at %s unreachable: %r", self.valves.base_url, exc)
-            await self.status("Failed", done=True)
-            yield f"\n\n**Could not reach LGOS at {self.valves.base_url}:** {exc}"
+            log.warning("%s at %s unreachable: %r", self.upstream, self.valves.base_url, exc)
+            await self.status(f"{self.upstream} unreachable", done=True)
+            yield (
+                f"\n\n**Could not reach {self.upstream}** at {self.valves.base_url} ({exc})."
+                f" {self.start_hint}"
+            )
         except BaseException:
             # Stop in Open WebUI cancels the task that consumes this generator
             # (asyncio.CancelledError at our current await, or GeneratorExit at a yield).
@@ -588,6 +750,65 @@ class _Turn:
                 # A foreground stream ends when its connection closes; only say so.
                 await asyncio.shield(self._quiet_status("Stopped"))
             raise
+
+    async def _request_base(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """Model, conversation id and changed settings; decides foreground or background."""
+        info = await self._model_info()
+        self.client_settings = info.get("client_settings")
+        values = dict(self.user_values)
+        wants_background = bool(values.pop("run_in_background", False))
+        self.background = wants_background and "background" in info.get("features", [])
+        base: dict[str, Any] = {"model": self.model}
+        request_metadata = {}
+        chat_id = str(metadata.get("chat_id") or "")
+        if chat_id:
+            request_metadata["conversation_id"] = chat_id
+        settings = changed_settings(values, self.client_settings)
+        if settings:
+            request_metadata["lgos_settings"] = json.dumps(settings)
+        if request_metadata:
+            base["metadata"] = request_metadata
+        return base
+
+    async def _mark_answered_elsewhere(
+        self, review: Review, metadata: dict[str, Any], answer: str
+    ) -> None:
+        """The message that showed a review answered later says so, instead of "waiting"."""
+        if not review.message_id:
+            return
+        try:
+            from open_webui.models.chats import Chats  # type: ignore[import-not-found]
+            from open_webui.socket.main import get_event_emitter  # type: ignore[import-not-found]
+        except ImportError:  # outside Open WebUI
+            return
+        chat_id = str(metadata.get("chat_id") or "")
+        try:
+            message = await Chats.get_message_by_id_and_message_id(chat_id, review.message_id)
+            content = str((message or {}).get("content") or "")
+            note = review.waiting_note()
+            if note.strip() not in content:
+                return
+            where = (
+                "" if review.message_id == metadata.get("message_id") else " in the next message"
+            )
+            done = f"\n\n> **Review answered**{where}: {answer} · {_now()}\n"
+            emit = await get_event_emitter(
+                {
+                    "chat_id": chat_id,
+                    "message_id": review.message_id,
+                    "user_id": metadata.get("user_id"),
+                    "session_id": metadata.get("session_id"),
+                }
+            )
+            if emit is not None:
+                await emit(
+                    {
+                        "type": "replace",
+                        "data": {"content": content.replace(note.strip(), done.strip())},
+                    }
+                )
+        except Exception as exc:  # the old message is a courtesy: the answer itself went through
+            log.info("could not mark the earlier review message answered: %s", exc)
 
     def _settings_hint(self, exc: LgosError) -> str:
         """Where to fix a refused setting, with the values the graph allows."""
@@ -687,6 +908,7 @@ class _Turn:
                 raise LgosError.from_response(polled)
             response = polled.json()
             live.state = response["status"]
+            await live.show()
         self.active_id = None
         await live.finish(response)
         return response
@@ -763,7 +985,6 @@ class _Turn:
         (Cancel), it timed out, or there is no browser session. The graph then stays paused.
         """
         question = ReviewQuestion.parse(call)
-        await self.status("Waiting for your review")
         if self._call is None:
             return None
         result = await self._call(
@@ -796,36 +1017,48 @@ class _Turn:
             cancelled = await self.client.post(f"/responses/{response_id}/cancel")
             log.info("cancelled %s: HTTP %s", response_id, cancelled.status_code)
             await self.status("Cancelled", done=True)
+            # The generator cannot yield any more: the message says it through an event.
+            if self._emit:
+                note = "\n\n_Stopped: the background run was cancelled on the server._"
+                await self._emit({"type": "message", "data": {"content": note}})
         except Exception as exc:
             log.warning("could not cancel %s: %s", response_id, exc)
 
 
 class _LiveStatus:
-    """The status line of one background run: its state, a timer from the Response's
-    created_at, and the step the graph last reported."""
+    """The status line of one background run: its state and the step the graph last
+    reported, written only when one of them changes; once, if the run is still queued after
+    a few seconds, that no worker has taken it (counted from the Response's created_at)."""
 
     def __init__(self, turn: _Turn) -> None:
         self.turn = turn
         self.created_at = time.time()
         self.state = "queued"
         self.step = ""
-        self.ticker: asyncio.Task[None] | None = None
+        self.shown = ""
+        self.response_id = ""
+        self.warning: asyncio.Task[None] | None = None
 
     async def start(self, response: dict[str, Any]) -> None:
         self.created_at = response.get("created_at") or self.created_at
         self.state = response.get("status") or self.state
-        await self.turn.status(f"Started background run {response['id']}")
+        self.response_id = str(response.get("id") or "")
         await self.show()
-        if self.ticker is None:
-            self.ticker = asyncio.create_task(self._tick())
+        if self.warning is None:
+            self.warning = asyncio.create_task(self._warn_when_nobody_takes_it())
 
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(1)  # the timer's resolution, not coordination
+    async def _warn_when_nobody_takes_it(self) -> None:
+        left = self.created_at + QUEUED_WARNING_SECONDS - time.time()
+        await asyncio.sleep(max(0.0, left))  # a deadline to report, not coordination
+        if self.state == "queued":
             await self.show()
 
     async def show(self) -> None:
-        await self.turn.status(progress_line(self.state, time.time() - self.created_at, self.step))
+        waited = time.time() - self.created_at if self.state == "queued" else 0
+        line = progress_line(self.state, self.step, waited, self.turn.valves.worker_start)
+        if line != self.shown:
+            self.shown = line
+            await self.turn.status(line, response_id=self.response_id)
 
     async def finish(self, response: dict[str, Any]) -> None:
         self.stop()
@@ -833,9 +1066,9 @@ class _LiveStatus:
             await self.turn.status("Waiting for your review")
 
     def stop(self) -> None:
-        if self.ticker is not None:
-            self.ticker.cancel()
-            self.ticker = None
+        if self.warning is not None:
+            self.warning.cancel()
+            self.warning = None
 
 
 def answer_texts_of_item(item: dict[str, Any]) -> list[str]:

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Locator, Page, expect
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
 
 WAITING = re.compile(r"Background run: Waiting for your review")
 COMPLETED = re.compile(r"Background run: Completed")
