@@ -39,6 +39,11 @@ DEMO_USER = os.environ.get("LGOS_CHAINLIT_USER", "demo")
 DEMO_PASSWORD = os.environ.get("LGOS_CHAINLIT_PASSWORD", "demo")
 POLL_SECONDS = float(os.environ.get("LGOS_CHAINLIT_POLL_SECONDS", "1"))
 DB_POOL_SIZE = int(os.environ.get("LGOS_CHAINLIT_DB_POOL_SIZE", "4"))
+# Named in the chat when a piece is down: what LGOS_BASE_URL is, the command that starts it,
+# and the command that starts a background worker.
+UPSTREAM_NAME = os.environ.get("LGOS_UPSTREAM_NAME") or "the LGOS API"
+UPSTREAM_START = os.environ.get("LGOS_UPSTREAM_START", "")
+WORKER_START = os.environ.get("LGOS_WORKER_START", "just demo/worker")
 
 client = AsyncOpenAI(base_url=BASE_URL, api_key=API_KEY)
 
@@ -258,9 +263,10 @@ async def on_chat_start() -> None:
 
 async def show_unreachable(exc: APIConnectionError) -> None:
     """An outage in words: which server, and what to do, not a bare "Connection error."."""
+    fix = f"Start it with `{UPSTREAM_START}`" if UPSTREAM_START else "Check that it runs"
     await cl.ErrorMessage(
-        content=f"Could not reach the server at {BASE_URL} ({exc.message}). "
-        "Check that it runs, then reload the page or send your message again."
+        content=f"Could not reach {UPSTREAM_NAME} at {BASE_URL} ({exc.message}). "
+        f"{fix}, then reload the page or send your message again."
     ).send()
 
 
@@ -323,12 +329,17 @@ async def run_turn(
     previous_response_id: str | None = None,
     on_accepted: Callable[[], Awaitable[None]] | None = None,
     answers_review: bool = False,
+    status_message_id: str | None = None,
+    on_taken: Callable[[], Awaitable[None]] | None = None,
 ) -> str | None:
     """Send one Responses request and show its result.
 
     `on_accepted` runs once the server has taken the request (the run is then its business).
     When the request answers a review, a refused answer is not shown here but returned (the
-    graph's message), so the review card can show it and ask again.
+    graph's message), so the review card can show it and ask again; `on_taken` runs when a
+    Response that answered a review ended without refusing it. `status_message_id` is
+    the status line of the paused run, which a background answer goes on using: one line
+    per run, however many reviews it pauses on.
     """
     model: ui.ModelInfo = cl.user_session.get(MODEL)
     metadata, background, stream = request_options()
@@ -339,7 +350,7 @@ async def run_turn(
         kwargs["previous_response_id"] = previous_response_id
     try:
         if background:
-            response, shown = await run_background(kwargs, on_accepted)
+            response, shown = await run_background(kwargs, on_accepted, status_message_id)
         elif stream:
             response, shown = await run_streamed(kwargs, on_accepted)
         else:
@@ -358,6 +369,8 @@ async def run_turn(
         return None
     finally:
         cl.user_session.set(ACTIVE, None)
+    if on_taken is not None and not ui.is_refusal(response):
+        await on_taken()
     return await finish(response, shown, answers_review=answers_review)
 
 
@@ -428,7 +441,9 @@ async def run_streamed(
 
 
 async def run_background(
-    kwargs: dict[str, Any], on_accepted: Callable[[], Awaitable[None]] | None
+    kwargs: dict[str, Any],
+    on_accepted: Callable[[], Awaitable[None]] | None,
+    status_message_id: str | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Queue a background Response and follow it, keeping its state visible.
 
@@ -446,7 +461,7 @@ async def run_background(
         "extra_body": {"extra_headers": {"Idempotency-Key": key}},
         **kwargs,
     }
-    status = cl.Message(content=ui.status_line("queued", 0))
+    status = StatusLine(status_message_id)
     try:
         stream = await client.responses.create(stream=True, **options)
     except APIStatusError as exc:
@@ -507,6 +522,23 @@ async def run_background(
     return final, False
 
 
+class StatusLine(cl.Message):
+    """The status line of a background run: a new message, or, for the answer to a review,
+    the paused run's own line, which then goes on telling the run's state."""
+
+    def __init__(self, reuse_id: str | None = None) -> None:
+        options = {"id": reuse_id} if reuse_id else {}
+        super().__init__(content=ui.status_line("queued", 0), **options)
+        self.reused = reuse_id is not None
+
+    async def send(self) -> StatusLine:
+        if self.reused:
+            await self.update()
+            return self
+        await super().send()
+        return self
+
+
 class LiveStatus:
     """The status line of one background run, its timer counted from the run's created_at."""
 
@@ -532,7 +564,9 @@ class LiveStatus:
 
     async def show(self, *, paused: bool = False) -> None:
         elapsed = time.time() - self.created_at
-        self.message.content = ui.status_line(self.status, elapsed, paused=paused, step=self.step)
+        self.message.content = ui.status_line(
+            self.status, elapsed, paused=paused, step=self.step, worker_start=WORKER_START
+        )
         await self.message.update()
 
     async def stop(self) -> None:
@@ -654,7 +688,7 @@ async def finish(
     """
     status = response.get("status")
     rendered = ui.split_output(response.get("output") or [])
-    if status == "failed" and answers_review and not rendered.answer:
+    if answers_review and ui.is_refusal(response):
         return str((response.get("error") or {}).get("message") or "The answer was refused.")
     if not shown:
         progress = Progress()
@@ -730,12 +764,15 @@ async def update_card(record: dict[str, Any], call: dict[str, Any], **state: Any
     await cl.Message(id=call["message_id"], content=ui.review_summary(question, decision)).update()
 
 
-async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
+async def answer_review(response_id: str, call_id: str, answer: str, typed: bool = False) -> bool:
     """Record one answer; when every question is answered, resume the run.
 
     Returns False when the answer does not belong to the pending review (already answered).
     A refused answer (400 on the resume, or a continuation that failed with the graph's
-    message) leaves the review pending: the card shows the message and asks again.
+    message) leaves the review pending: the card shows the message and asks again, and a
+    typed answer gets the message as its reply, under it. The review reads "answered" only
+    once the graph took the answer: at once for a foreground answer (LGOS checks it before the
+    stream starts), when its run ends for a background one (the graph checks it in the worker).
     """
     record = cl.user_session.get(PENDING)
     calls = {c["call_id"]: c for c in (record or {}).get("calls", [])}
@@ -754,9 +791,10 @@ async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
         for cid in calls
     ]
     answered_at = datetime.now(UTC).isoformat()
+    background = request_options()[1]
 
-    async def accepted() -> None:
-        # The server owns the run from here: show the decision, and never offer it again.
+    async def answered() -> None:
+        # The graph took the answer: show the decision, and never offer it again.
         for cid, call in calls.items():
             await update_card(
                 record,
@@ -765,16 +803,17 @@ async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
                 decision=record["answers"][cid],
                 answered_at=answered_at,
             )
-        if record.get("status_message_id"):
-            await cl.Message(
-                id=record["status_message_id"], content="Background run: **Review answered**"
-            ).update()
         await persist(PENDING, None)
 
     answering.add(response_id)
     try:
         refused = await run_turn(
-            outputs, previous_response_id=response_id, on_accepted=accepted, answers_review=True
+            outputs,
+            previous_response_id=response_id,
+            on_accepted=None if background else answered,
+            answers_review=True,
+            status_message_id=record.get("status_message_id"),
+            on_taken=answered if background else None,
         )
     finally:
         answering.discard(response_id)
@@ -784,6 +823,15 @@ async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
         await persist(PENDING, record)
         for call in calls.values():
             await update_card(record, call, state="pending", error=refused)
+        if record.get("status_message_id"):
+            # The run still waits for its review: its line says so again, never "Failed".
+            paused = ui.status_line("completed", 0, paused=True)
+            await cl.Message(id=record["status_message_id"], content=paused).update()
+        if refused is not None and typed:
+            await cl.Message(
+                content=f"**Not accepted:** {refused} The review above is still waiting: "
+                "answer it again, on the card or here."
+            ).send()
     return True
 
 
@@ -828,7 +876,7 @@ async def on_message(message: cl.Message) -> None:
     if call_id:
         # While a review waits, typed text answers it: the graph accepts it as feedback or
         # refuses it with its own message (the card then asks again).
-        await answer_review(record["response_id"], call_id, message.content)
+        await answer_review(record["response_id"], call_id, message.content, typed=True)
         return
     history = list(cl.user_session.get(HISTORY) or [])
     history.append({"role": "user", "content": message.content})

@@ -275,6 +275,14 @@ def split_output(output: list[dict[str, Any]]) -> RenderedOutput:
     return result
 
 
+def is_refusal(response: dict[str, Any]) -> bool:
+    """A Response that answered a review and failed before saying anything: the graph
+    refused the answer (a background answer is checked in its run, so it fails with it)."""
+    return (
+        response.get("status") == "failed" and not split_output(response.get("output") or []).answer
+    )
+
+
 def _marker_after(text: str, end: Any) -> int | None:
     """The number of the `[n]` marker right after a cited claim (the claim ends at `end`)."""
     if not isinstance(end, int):
@@ -389,14 +397,22 @@ QUEUED_WARNING_SECONDS = 3
 
 
 def status_line(
-    status: str, elapsed: float, *, paused: bool = False, step: str | None = None
+    status: str,
+    elapsed: float,
+    *,
+    paused: bool = False,
+    step: str | None = None,
+    worker_start: str = "",
 ) -> str:
-    """The visible state of a background run: status, time since it was created, step."""
+    """The visible state of a background run: status, time since it was created, step; when
+    no worker takes it, the command that starts one."""
     seconds = max(0, int(elapsed))
     if status == "queued":
         line = f"Background run: **Queued** ({seconds} s)"
         if seconds >= QUEUED_WARNING_SECONDS:
-            line += f" · no worker has picked this up for {seconds} s"
+            line += f" · no worker has taken this run for {seconds} s"
+            if worker_start:
+                line += f": start one with `{worker_start}`"
         return line
     if status == "in_progress":
         return f"Background run: **In progress** ({seconds} s)" + (f" · {step}" if step else "")

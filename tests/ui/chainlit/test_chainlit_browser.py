@@ -236,10 +236,10 @@ def test_background_review_card(
     started = time.monotonic()
     chat.answer_review(choice)
     chat.expect_answered(choice.lower())
-    # The continuation ran in the background too and completed; the paused run's line says
-    # that its review was answered (never "Completed").
+    # The continuation ran in the background too, on the paused run's own status line: one
+    # line that ends "Completed", no second status bubble.
     expect(chat.page.get_by_text(COMPLETED)).to_have_count(1)
-    expect(chat.page.get_by_text("Background run: Review answered")).to_have_count(1)
+    expect(chat.page.get_by_text(re.compile(r"^Background run:"))).to_have_count(1)
     expect(chat.page.get_by_text(outcome, exact=True)).to_have_count(count)
     timings.record("approve → report" if choice == "Approve" else "reject → answer", started)
     # No extra bubble repeats the answer: the card holds it.
@@ -281,21 +281,31 @@ def test_dismissing_a_review_leaves_it_pending(chat: Chat, screenshot_dir: Path)
     expect(chat.page.get_by_text("Published 'Dismiss me'.")).to_be_visible()
 
 
-def test_refused_answer_shows_the_graph_message_and_asks_again(
-    chat: Chat, screenshot_dir: Path
+@pytest.mark.parametrize("background", [True, False], ids=["background", "foreground"])
+def test_a_refused_answer_reads_refused_under_the_message_and_asks_again(
+    chat: Chat, screenshot_dir: Path, background: bool
 ) -> None:
     chat.pick_model("background-interrupt")
-    chat.change_settings(background=True, slider="min")
+    chat.change_settings(background=background, slider="min")
     chat.send("Typo check")
-    expect(chat.page.get_by_text(WAITING)).to_have_count(1)
+    card = chat.card()
+    expect(card).to_have_attribute("data-state", "pending")
     # A typed answer goes to the waiting review; the graph takes only approve or reject.
     chat.page.fill("#chat-input", "maybe")
     chat.page.locator("#chat-submit").click()
-    card = chat.card()
-    # The graph's own words.
+    # The graph's own words, on the card and as the reply under the typed answer.
     expect(card.get_by_role("alert")).to_contain_text("'approve' or 'reject'")
+    reply = chat.page.get_by_text(re.compile(r"Not accepted: .*'approve' or 'reject'"))
+    expect(reply).to_be_visible()
+    typed = chat.page.get_by_text("maybe", exact=True).last
+    assert reply.bounding_box()["y"] > typed.bounding_box()["y"]  # type: ignore[index]
+    # Still waiting: never "answered", never a failed run.
     expect(card).to_have_attribute("data-state", "pending")
-    chat.shot(screenshot_dir, "review-refused")
+    expect(chat.page.get_by_text(re.compile("Review answered"))).to_have_count(0)
+    expect(chat.page.get_by_text(re.compile(r"Failed|The run failed"))).to_have_count(0)
+    if background:
+        expect(chat.page.get_by_text(WAITING)).to_have_count(1)
+        chat.shot(screenshot_dir, "review-refused")
     chat.answer_review("Approve")
     chat.expect_answered("approve")
     expect(chat.page.get_by_text("Background report for: Typo check", exact=True)).to_have_count(2)
@@ -349,20 +359,28 @@ def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path, timings
     chat.shot(screenshot_dir, "stop-background")
 
 
-def test_timer_counts_while_no_worker_takes_the_run(
+def test_a_stopped_worker_is_named_with_the_command_that_starts_one(
     chainlit_without_worker, new_page, screenshot_dir: Path
 ) -> None:
-    chat = Chat(new_page(), chainlit_without_worker.url)
+    app, stack = chainlit_without_worker
+    stack.start_worker()
+    chat = Chat(new_page(), app.url)
     chat.login()
     chat.pick_model("background-mock")
-    chat.change_settings(background=True)
+    chat.change_settings(background=True, slider="min")
+    chat.send("While the worker runs")
+    expect(chat.page.get_by_text("Background report for: While the worker runs")).to_be_visible()
+    # The worker stops (as after a crash or `just demo/down`): the next run waits in the queue.
+    stack.stop_worker()
     chat.send("Nobody home")
     status = chat.page.get_by_text(re.compile(r"Background run: Queued \((\d+) s\)"))
     expect(status).to_be_visible()
     # The timer counts from the Response's created_at, so it moves while the run waits...
     expect(status).to_contain_text(re.compile(r"Queued \(([3-9]|\d\d+) s\)"))
-    # ...and the line says why nothing happens.
-    expect(status).to_contain_text(re.compile(r"no worker has picked this up for \d+ s"))
+    # ...and the line says why nothing happens, and what fixes it.
+    expect(status).to_contain_text(
+        re.compile(r"no worker has taken this run for \d+ s: start one with just demo/worker")
+    )
     chat.shot(screenshot_dir, "queued-no-worker")
     chat.page.locator("#stop-button").click()
     expect(chat.page.get_by_text(re.compile(r"Background run: Cancelled"))).to_be_visible()
