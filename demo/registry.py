@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from demo.corpus.web import corpus_router
 from demo.graphs.chat import (
     LongStreamSettings,
     SimpleSettings,
@@ -25,6 +26,9 @@ INTERRUPTS = GraphFeature.INTERRUPTS
 
 
 def create_registry(resources: ServerResources) -> GraphRegistry:
+    if resources.app is not None:
+        # The documents deep-research cites, as pages its citations open (not in a worker).
+        resources.app.include_router(corpus_router())
     checkpointer = resources.checkpointer
     return GraphRegistry(
         graphs={

@@ -775,6 +775,7 @@ class _Turn:
     ) -> None:
         """The message that showed a review answered later says so, instead of "waiting"."""
         if not review.message_id:
+            log.warning("DEBUG no message id %r", metadata)
             return
         try:
             from open_webui.models.chats import Chats  # type: ignore[import-not-found]
@@ -787,6 +788,7 @@ class _Turn:
             content = str((message or {}).get("content") or "")
             note = review.waiting_note()
             if note.strip() not in content:
+                log.warning("DEBUG note not in content: %r / %r", note.strip()[:80], content[-300:])
                 return
             where = (
                 "" if review.message_id == metadata.get("message_id") else " in the next message"
@@ -808,7 +810,7 @@ class _Turn:
                     }
                 )
         except Exception as exc:  # the old message is a courtesy: the answer itself went through
-            log.info("could not mark the earlier review message answered: %s", exc)
+            log.warning("could not mark the earlier review message answered: %s", exc)
 
     def _settings_hint(self, exc: LgosError) -> str:
         """Where to fix a refused setting, with the values the graph allows."""
