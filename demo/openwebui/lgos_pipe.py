@@ -202,14 +202,16 @@ def progress_line(state: str, step: str = "", waited: float = 0, worker_start: s
 _MARKER_AFTER = re.compile(r"[ \t,]*\[(\d{1,3})\]")
 
 
-def numbered_sources(response: dict[str, Any]) -> list[tuple[int, str, str]]:
-    """(n, title, url) of the documents the answer cites, in the order of their numbers.
+def numbered_sources(response: dict[str, Any]) -> list[tuple[int, str, str, str]]:
+    """(n, title, url, cited text) of the passages the answer cites, in the order of their
+    numbers.
 
     The number of a citation is that of the `[n]` marker right after its claim; citations
-    without a marker follow, numbered after the others.
+    without a marker follow, numbered after the others. The URL is the one the graph gave (the
+    demo's opens the document at the cited passage); the cited text is the claim.
     """
-    by_number: dict[int, tuple[str, str]] = {}
-    unnumbered: list[tuple[str, str]] = []
+    by_number: dict[int, tuple[str, str, str]] = {}
+    unnumbered: list[tuple[str, str, str]] = []
     for item in response.get("output") or []:
         if item.get("type") != "message" or _is_commentary(item):
             continue
@@ -218,18 +220,19 @@ def numbered_sources(response: dict[str, Any]) -> list[tuple[int, str, str]]:
             for note in part.get("annotations") or []:
                 if note.get("type") != "url_citation" or not note.get("url"):
                     continue
-                entry = (note.get("title") or note["url"], note["url"])
-                end = note.get("end_index")
+                start, end = note.get("start_index"), note.get("end_index")
+                cited = text[start:end] if isinstance(start, int) and isinstance(end, int) else ""
+                entry = (note.get("title") or note["url"], note["url"], cited)
                 found = _MARKER_AFTER.match(text, end) if isinstance(end, int) else None
                 if found:
                     by_number.setdefault(int(found.group(1)), entry)
-                elif entry not in unnumbered:
+                elif entry[1] not in {e[1] for e in unnumbered}:
                     unnumbered.append(entry)
     ordered = [(n, *by_number[n]) for n in sorted(by_number)]
-    urls = {url for _, _, url in ordered}
+    urls = {url for _, _, url, _ in ordered}
     extra = [entry for entry in unnumbered if entry[1] not in urls]
     start = len(ordered) + 1
-    return ordered + [(start + i, title, url) for i, (title, url) in enumerate(extra)]
+    return ordered + [(start + i, *entry) for i, entry in enumerate(extra)]
 
 
 class ReviewQuestion:
@@ -952,14 +955,17 @@ class _Turn:
         if self._emit:
             # In the order of the report's own numbers: Open WebUI's chip [n] opens the n-th
             # source it was given, so source n must be document n.
-            for number, title, url in numbered_sources(response):
+            for number, title, url, cited in numbered_sources(response):
+                # The chip shows the name, cut after 30 characters: the report's number first.
+                # The source's popup shows the cited passage, its title links the page.
+                name = f"[{number}] {title}"
                 await self._emit(
                     {
                         "type": "source",
                         "data": {
-                            "source": {"name": title, "url": url, "id": url},
-                            "document": [f"[{number}] {title}"],
-                            "metadata": [{"source": url, "name": title}],
+                            "source": {"name": name, "url": url, "id": url},
+                            "document": [cited or title],
+                            "metadata": [{"source": url, "name": name, "external": True}],
                         },
                     }
                 )

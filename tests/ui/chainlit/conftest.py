@@ -295,8 +295,10 @@ def chromium_browser(playwright: Any) -> Iterator[object]:
 def new_page(chromium_browser: object) -> Iterator[Callable[[], object]]:
     contexts = []
 
-    def make() -> object:
-        context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
+    def make(locale: str = "en-US") -> object:
+        context = chromium_browser.new_context(
+            viewport={"width": 1280, "height": 900}, locale=locale
+        )
         context.route(OFF_MACHINE, lambda route: route.abort())
         context.set_default_timeout(30_000)
         contexts.append(context)

@@ -130,6 +130,20 @@ def chat(chainlit, new_page, logs_dir: Path, request: pytest.FixtureRequest) -> 
         print(f"failure screenshot: {shot}")
 
 
+@pytest.mark.parametrize(
+    ("locale", "label"),
+    [("de-DE", "Benutzername"), ("fr-FR", "Nom d'utilisateur"), ("ja", "ユーザー名")],
+)
+def test_the_login_asks_for_a_username_in_every_language(
+    chainlit, new_page, locale: str, label: str
+) -> None:
+    page = new_page(locale)
+    page.goto(chainlit.url)
+    # The demo logs in with a user name (demo), whatever the browser's language.
+    expect(page.get_by_text(label, exact=True)).to_be_visible()
+    expect(page.locator("#email")).to_have_attribute("placeholder", "demo")
+
+
 def test_simple_graph_streams_the_answer(chat: Chat, screenshot_dir: Path, timings) -> None:
     chat.pick_model("simple-graph")
     started = time.monotonic()
@@ -336,10 +350,22 @@ def test_deep_research_plan_card_then_cited_report(
     checked = set()
     for chip in chips.all():
         number = int((chip.text_content() or "").strip("[]"))
-        assert chip.get_attribute("href") == documents[number - 1], number
+        # Document n of the list, at the passage the claim cites.
+        document, _, passage = str(chip.get_attribute("href")).partition("#passage-")
+        assert document == documents[number - 1], number
+        assert passage.isdigit(), chip.get_attribute("href")
         checked.add(number)
     assert len(checked) >= 2, checked
     chat.shot(screenshot_dir, "deep-research")
+    # A chip opens the page of its document, scrolled to the cited passage and marked.
+    chip = chips.first
+    claim = chip.locator("xpath=..").inner_text().split(f"[{chip.inner_text().strip('[]')}]")[0]
+    with chat.page.context.expect_page() as opened:
+        chip.click()
+    page = opened.value
+    page.wait_for_load_state("domcontentloaded")
+    expect(page.locator(":target")).to_be_in_viewport()
+    assert page.locator(":target").inner_text() in claim
 
 
 def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path, timings) -> None:

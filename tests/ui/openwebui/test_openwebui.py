@@ -382,8 +382,22 @@ def test_deep_research_chip_n_names_document_n(
     names = [
         str(chip.get_attribute("aria-label")).removeprefix("View source: ") for chip in chips.all()
     ]
-    assert names == [listed[str(n)] for n in markers]
+    # Each chip is labelled with the report's own number, then the document's title.
+    assert names == [f"[{n}] {listed[str(n)]}" for n in markers]
+    expect(chips.first).to_contain_text(f"[{markers[0]}]")
     screenshot(page, "deep-research")
+    # A chip opens the passage it cites: the popup quotes it, and its title opens the page
+    # of the document at that passage.
+    claim = body[: body.index(f"[{markers[0]}]")].rstrip().splitlines()[-1]
+    chips.first.click()
+    popup = page.get_by_role("dialog")
+    expect(popup).to_contain_text(claim)
+    with page.context.expect_page() as opened:
+        popup.get_by_role("link", name=f"[{markers[0]}] {listed[str(markers[0])]}").click()
+    document = opened.value
+    document.wait_for_load_state("domcontentloaded")
+    expect(document.locator(":target")).to_have_text(claim)
+    expect(document.locator(":target")).to_be_in_viewport()
 
 
 def test_review_through_the_litellm_gateway(

@@ -93,13 +93,29 @@ def test_sync_writes_one_optional_valve_per_setting() -> None:
 def test_sources_follow_the_report_numbers() -> None:
     text = "Kites fly [2]. Costs fall [1]."
     annotations = [
-        {"type": "url_citation", "url": "https://c", "title": "Costs", "end_index": 25},
-        {"type": "url_citation", "url": "https://k", "title": "Kites", "end_index": 9},
+        {
+            "type": "url_citation",
+            "url": "https://c",
+            "title": "Costs",
+            "start_index": 15,
+            "end_index": 25,
+        },
+        {
+            "type": "url_citation",
+            "url": "https://k",
+            "title": "Kites",
+            "start_index": 0,
+            "end_index": 9,
+        },
     ]
     part = {"type": "output_text", "text": text, "annotations": annotations}
     response = {"output": [{"type": "message", "content": [part]}]}
     # Open WebUI's chip [n] opens the n-th source it was given: source n must be document n.
-    assert pipe.numbered_sources(response) == [(1, "Costs", "https://c"), (2, "Kites", "https://k")]
+    # Each with the passage it cites, what the source's popup shows.
+    assert pipe.numbered_sources(response) == [
+        (1, "Costs", "https://c", "Costs fall"),
+        (2, "Kites", "https://k", "Kites fly"),
+    ]
 
 
 def test_gateway_wrapped_error_shows_the_lgos_message() -> None:
