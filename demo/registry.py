@@ -60,6 +60,7 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 description="Waits delay_seconds, then writes a report. Runs in the background.",
                 features=frozenset({BACKGROUND}),
                 client_settings=DelaySettings,
+                background_by_default=True,
             ),
             "background-interrupt": GraphConfig(
                 graph=background_interrupt_graph(checkpointer),
@@ -76,6 +77,7 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 features=frozenset({BACKGROUND, INTERRUPTS}),
                 client_settings=ResearchSettings,
                 server_tools=TOOL_NAMES,
+                background_by_default=True,
             ),
         },
         run_coordinator=resources.run_coordinator,
