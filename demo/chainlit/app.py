@@ -238,12 +238,12 @@ def settings_widgets(
         )
     ]
     if model.supports_background:
-        # Off by default: choosing a background model alone never starts background work.
+        # On by default only for graphs registered as meant for the background (long work).
         widgets.append(
             Switch(
                 id=ui.BACKGROUND_SWITCH,
                 label="Run in background",
-                initial=bool(values.get(ui.BACKGROUND_SWITCH, False)),
+                initial=bool(values.get(ui.BACKGROUND_SWITCH, model.background_by_default)),
                 description="The run goes on on the server, also when you leave; Stop cancels it.",
             )
         )

@@ -31,6 +31,8 @@ class ModelInfo:
     features: list[str] = field(default_factory=list)
     # False when the catalog entry has no `lgos` object (a plain OpenAI model behind a gateway).
     has_lgos: bool = False
+    # The graph is meant for long work: its chats start with "Run in background" on.
+    background_by_default: bool = False
 
     @property
     def supports_background(self) -> bool:
@@ -48,6 +50,7 @@ def parse_model(entry: dict[str, Any]) -> ModelInfo:
         description=str(meta.get("description") or ""),
         features=features,
         has_lgos=True,
+        background_by_default="background" in features and bool(meta.get("background_by_default")),
     )
 
 

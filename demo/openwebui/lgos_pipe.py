@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -468,10 +469,11 @@ class Pipe:
     class UserValves(BaseModel):
         """Per-user settings, shown in the chat's Controls panel under Valves."""
 
-        run_in_background: bool = Field(
-            default=False,
-            description="Run graphs that support it in the background: the run survives a "
-            "closed tab and Stop cancels it.",
+        run_in_background: bool | None = Field(
+            default=None,
+            description="Run in the background: the run survives a closed tab and Stop "
+            "cancels it. Default: each graph's own choice (on for the graphs meant for long "
+            "work, such as background-mock and deep-research).",
         )
         # lgos-settings: begin
         # sync.py writes one optional field per graph setting here (None = the graph's default).
@@ -759,8 +761,9 @@ class _Turn:
         info = await self._model_info()
         self.client_settings = info.get("client_settings")
         values = dict(self.user_values)
-        wants_background = bool(values.pop("run_in_background", False))
-        self.background = wants_background and "background" in info.get("features", [])
+        chosen = values.pop("run_in_background", None)
+        wants_background = bool(info.get("background_by_default")) if chosen is None else chosen
+        self.background = bool(wants_background) and "background" in info.get("features", [])
         base: dict[str, Any] = {"model": self.model}
         request_metadata = {}
         chat_id = str(metadata.get("chat_id") or "")
@@ -778,7 +781,7 @@ class _Turn:
     ) -> None:
         """The message that showed a review answered later says so, instead of "waiting"."""
         if not review.message_id:
-            log.warning("DEBUG no message id %r", metadata)
+            print("DEBUG no message id", metadata, file=sys.stderr, flush=True)
             return
         try:
             from open_webui.models.chats import Chats  # type: ignore[import-not-found]
@@ -791,7 +794,13 @@ class _Turn:
             content = str((message or {}).get("content") or "")
             note = review.waiting_note()
             if note.strip() not in content:
-                log.warning("DEBUG note not in content: %r / %r", note.strip()[:80], content[-300:])
+                print(
+                    "DEBUG note not in content",
+                    repr(note.strip()[:120]),
+                    repr(content[-400:]),
+                    file=sys.stderr,
+                    flush=True,
+                )
                 return
             where = (
                 "" if review.message_id == metadata.get("message_id") else " in the next message"
@@ -805,6 +814,7 @@ class _Turn:
                     "session_id": metadata.get("session_id"),
                 }
             )
+            print("DEBUG emit", emit is not None, review.message_id, file=sys.stderr, flush=True)
             if emit is not None:
                 await emit(
                     {
@@ -813,7 +823,7 @@ class _Turn:
                     }
                 )
         except Exception as exc:  # the old message is a courtesy: the answer itself went through
-            log.warning("could not mark the earlier review message answered: %s", exc)
+            print("DEBUG could not mark", repr(exc), file=sys.stderr, flush=True)
 
     def _settings_hint(self, exc: LgosError) -> str:
         """Where to fix a refused setting, with the values the graph allows."""

@@ -210,6 +210,20 @@ def test_integer_setting_outside_its_type_is_explained_and_not_used(
     expect(chat.page.get_by_role("dialog").locator("#words")).to_have_value("200")
 
 
+@pytest.mark.parametrize(
+    ("model", "on"),
+    [("background-mock", True), ("deep-research", True), ("background-interrupt", False)],
+)
+def test_run_in_background_is_on_for_the_graphs_meant_for_it(
+    chat: Chat, model: str, on: bool
+) -> None:
+    chat.pick_model(model)
+    chat.page.locator("#chat-settings-open-modal").click()
+    switch = chat.page.get_by_role("dialog").locator("#lgos_ui_background")
+    # Per graph, from its registration (lgos.background_by_default), not one global switch.
+    expect(switch).to_have_attribute("aria-checked", "true" if on else "false")
+
+
 def test_bounded_setting_shows_its_range(chat: Chat) -> None:
     chat.pick_model("background-mock")
     chat.page.locator("#chat-settings-open-modal").click()

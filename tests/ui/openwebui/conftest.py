@@ -263,7 +263,7 @@ def user_valves(openwebui_url: str, admin_token: str) -> Any:
         http_json(
             "POST",
             f"{openwebui_url}/api/v1/functions/id/{function}/valves/user/update",
-            {"run_in_background": False, **values},
+            {"run_in_background": None, **values},
             admin_token,
         )
 
