@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import re
-import sys
 import tempfile
 import threading
 import time
@@ -586,6 +585,8 @@ class Action:
             "session_id": body.get("session_id"),
         }
         headers = {"Authorization": f"Bearer {valves.api_key}"} if valves.api_key else {}
+        writer = await MessageText.open(metadata, metadata["message_id"])
+        turn.rewrite = writer
         async with httpx.AsyncClient(
             base_url=valves.base_url.rstrip("/"),
             headers=headers,
@@ -593,8 +594,8 @@ class Action:
         ) as client:
             turn.client = client
             async for text in turn.run([], metadata, self.pending, resume=review):
-                if text and __event_emitter__:
-                    await __event_emitter__({"type": "message", "data": {"content": text}})
+                if text and writer is not None:
+                    await writer.append(text)
 
 
 async def pipe_settings(function_id: str, user_id: str) -> tuple["PipeValves", dict[str, Any]]:
@@ -630,6 +631,8 @@ class _Turn:
         self.client_settings: dict[str, Any] | None = None
         self.background = False
         self._last_status: tuple[str, bool] = ("", False)
+        # The finished message this turn writes into ("Answer now"), if any.
+        self.rewrite: MessageText | None = None
         # Which Pipe runs this turn, and how the chat names the server and its fix.
         self.function_id = ""
         self.upstream = valves.upstream_name or "LGOS"
@@ -781,49 +784,18 @@ class _Turn:
     ) -> None:
         """The message that showed a review answered later says so, instead of "waiting"."""
         if not review.message_id:
-            print("DEBUG no message id", metadata, file=sys.stderr, flush=True)
             return
+        where = "" if review.message_id == metadata.get("message_id") else " in the next message"
+        done = f"> **Review answered**{where}: {answer} · {_now()}"
         try:
-            from open_webui.models.chats import Chats  # type: ignore[import-not-found]
-            from open_webui.socket.main import get_event_emitter  # type: ignore[import-not-found]
-        except ImportError:  # outside Open WebUI
-            return
-        chat_id = str(metadata.get("chat_id") or "")
-        try:
-            message = await Chats.get_message_by_id_and_message_id(chat_id, review.message_id)
-            content = str((message or {}).get("content") or "")
-            note = review.waiting_note()
-            if note.strip() not in content:
-                print(
-                    "DEBUG note not in content",
-                    repr(note.strip()[:120]),
-                    repr(content[-400:]),
-                    file=sys.stderr,
-                    flush=True,
-                )
-                return
-            where = (
-                "" if review.message_id == metadata.get("message_id") else " in the next message"
-            )
-            done = f"\n\n> **Review answered**{where}: {answer} · {_now()}\n"
-            emit = await get_event_emitter(
-                {
-                    "chat_id": chat_id,
-                    "message_id": review.message_id,
-                    "user_id": metadata.get("user_id"),
-                    "session_id": metadata.get("session_id"),
-                }
-            )
-            print("DEBUG emit", emit is not None, review.message_id, file=sys.stderr, flush=True)
-            if emit is not None:
-                await emit(
-                    {
-                        "type": "replace",
-                        "data": {"content": content.replace(note.strip(), done.strip())},
-                    }
-                )
+            if self.rewrite is not None and self.rewrite.message_id == review.message_id:
+                writer = self.rewrite
+            else:
+                writer = await MessageText.open(metadata, review.message_id)
+            if writer is not None:
+                await writer.replace(review.waiting_note().strip(), done)
         except Exception as exc:  # the old message is a courtesy: the answer itself went through
-            print("DEBUG could not mark", repr(exc), file=sys.stderr, flush=True)
+            log.warning("could not mark the earlier review message answered: %s", exc)
 
     def _settings_hint(self, exc: LgosError) -> str:
         """Where to fix a refused setting, with the values the graph allows."""
@@ -1039,8 +1011,72 @@ class _Turn:
             if self._emit:
                 note = "\n\n_Stopped: the background run was cancelled on the server._"
                 await self._emit({"type": "message", "data": {"content": note}})
+                await self._emit(
+                    {"type": "chat:completion", "data": {"content": note.strip(), "done": True}}
+                )
         except Exception as exc:
             log.warning("could not cancel %s: %s", response_id, exc)
+
+
+class MessageText:
+    """The text of a chat message that no longer streams, rewritten in place.
+
+    Open WebUI draws a finished message from its `output` items, not from its `content`, and
+    saves neither on a later event: both are written to its database here, and sent to the
+    page as a completion event, which redraws the message.
+    """
+
+    def __init__(self, chat_id: str, message_id: str, content: str, emit: Emitter) -> None:
+        self.chat_id = chat_id
+        self.message_id = message_id
+        self.content = content
+        self._emit = emit
+
+    @classmethod
+    async def open(cls, metadata: dict[str, Any], message_id: str) -> "MessageText | None":
+        try:
+            from open_webui.models.chats import Chats  # type: ignore[import-not-found]
+            from open_webui.socket.main import get_event_emitter  # type: ignore[import-not-found]
+        except ImportError:  # outside Open WebUI
+            return None
+        chat_id = str(metadata.get("chat_id") or "")
+        message = await Chats.get_message_by_id_and_message_id(chat_id, message_id)
+        emit = await get_event_emitter(
+            {
+                "chat_id": chat_id,
+                "message_id": message_id,
+                "user_id": metadata.get("user_id"),
+                "session_id": metadata.get("session_id"),
+            }
+        )
+        if message is None or emit is None:
+            return None
+        return cls(chat_id, message_id, str(message.get("content") or ""), emit)
+
+    async def append(self, text: str) -> None:
+        await self.set(self.content + text)
+
+    async def replace(self, old: str, new: str) -> None:
+        if old in self.content:
+            await self.set(self.content.replace(old, new))
+
+    async def set(self, content: str) -> None:
+        from open_webui.models.chats import Chats
+
+        self.content = content
+        output = [
+            {
+                "type": "message",
+                "id": f"msg_{self.message_id.replace('-', '')[:24]}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": content}],
+            }
+        ]
+        await Chats.upsert_message_to_chat_by_id_and_message_id(
+            self.chat_id, self.message_id, {"content": content, "output": output}
+        )
+        await self._emit({"type": "chat:completion", "data": {"output": output}})
 
 
 class _LiveStatus:
