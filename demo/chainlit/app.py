@@ -259,6 +259,53 @@ async def on_chat_start() -> None:
         await setup_chat()
     except APIConnectionError as exc:
         await show_unreachable(exc)
+    await show_inbox()
+
+
+async def waiting_reviews() -> list[dict[str, Any]]:
+    """This user's threads with a review waiting (their saved metadata), newest first."""
+    layer = get_data_layer()
+    user = cl.user_session.get("user")
+    if not isinstance(layer, ChainlitDataLayer) or user is None:
+        return []
+    rows = await layer.execute_query(
+        'SELECT t.id, t.name, t.metadata FROM "Thread" t JOIN "User" u ON u.id = t."userId" '
+        'WHERE u.identifier = $1 AND t."deletedAt" IS NULL AND t.metadata ? $2 '
+        'ORDER BY t."updatedAt" DESC LIMIT 20',
+        {"identifier": user.identifier, "key": PENDING},
+    )
+    found = []
+    for row in rows:
+        metadata = row["metadata"]
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata)
+        record = (metadata or {}).get(PENDING)
+        if record and record.get("calls"):
+            question = ui.parse_review(record["calls"][0]).question
+            found.append({"id": str(row["id"]), "name": row["name"], "question": question})
+    return found
+
+
+async def show_inbox() -> None:
+    """A new chat lists the reviews waiting in the user's chats, in the side panel: each link
+    opens its thread, whose card is still pending there."""
+    try:
+        waiting = await waiting_reviews()
+    except Exception as exc:  # the inbox is a convenience: a new chat works without it
+        cl.logger.warning("cannot list the waiting reviews: %s", exc)
+        return
+    if not waiting:
+        return
+    lines = [
+        f"- [{ui.clip(entry['name'] or 'Untitled chat', 60)}](/thread/{entry['id']}): "
+        f"{ui.clip(entry['question'], 90)}"
+        for entry in waiting
+    ]
+    # A side panel, not a message: nothing is added to (or creates) a thread.
+    await cl.ElementSidebar.set_title(f"Waiting for your review ({len(waiting)})")
+    await cl.ElementSidebar.set_elements(
+        [cl.Text(name="inbox", content="\n".join(lines), display="side")], key="lgos-inbox"
+    )
 
 
 async def show_unreachable(exc: APIConnectionError) -> None:

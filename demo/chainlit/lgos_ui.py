@@ -388,6 +388,12 @@ def card_props(
     }
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` on one line, at most `limit` characters."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def review_summary(review: ReviewQuestion, decision: str | None = None) -> str:
     """The text of the message that carries the card (what a reloaded history shows)."""
     if decision is None:

@@ -339,6 +339,29 @@ def test_a_refused_answer_reads_refused_under_the_message_and_asks_again(
     expect(chat.page.get_by_text("Background report for: Typo check", exact=True)).to_have_count(2)
 
 
+def test_a_new_chat_lists_the_reviews_waiting_elsewhere(chat: Chat, screenshot_dir: Path) -> None:
+    chat.pick_model("interruptible-approval")
+    chat.send("Inbox item")
+    expect(chat.card()).to_have_attribute("data-state", "pending")
+    waiting_thread = chat.page.url
+    # A new chat: the side panel lists the waiting review, and its link opens that chat at
+    # its card, still pending.
+    chat.page.goto(chat.url)
+    inbox = chat.page.get_by_text(re.compile(r"Waiting for your review \(\d+\)"))
+    expect(inbox).to_be_visible()
+    link = chat.page.get_by_role("link", name="Inbox item")
+    expect(link).to_be_visible()
+    chat.shot(screenshot_dir, "review-inbox")
+    link.first.click()
+    expect(chat.page).to_have_url(waiting_thread)
+    expect(chat.card()).to_have_attribute("data-state", "pending")
+    expect(chat.card().locator("[data-role=question]")).to_have_text(
+        "Approve publishing 'Inbox item'?"
+    )
+    chat.answer_review("Approve")
+    chat.expect_answered("approve")
+
+
 def test_deep_research_plan_card_then_cited_report(
     chat: Chat, screenshot_dir: Path, timings
 ) -> None:

@@ -291,6 +291,11 @@ def page(owui_browser: Browser, admin_token: str) -> Iterator[Page]:
     # The UI asks CDNs for fonts and the like; fail those at once instead of waiting.
     context.route(OFF_MACHINE, lambda route: route.abort())
     page = context.new_page()
+    # What the page itself reported, printed with a failing test's output.
+    page.on("pageerror", lambda error: print(f"page error: {error}"))
+    page.on(
+        "console", lambda m: print(f"console {m.type}: {m.text}") if m.type == "error" else None
+    )
     yield page
     context.close()
 
