@@ -57,6 +57,7 @@ SPECS = "lgos_setting_specs"
 MODEL = "lgos_model"
 VALID_SETTINGS = "lgos_valid_settings"  # the last settings that passed validation
 REVIEW_ACTION = "lgos_review"
+ALWAYS = "lgos_always"  # persisted: {kind of question: the choice made standing in this chat}
 PAUSED_STATUS = "lgos_paused_status"  # in memory: the status line of a run that paused
 REVIEW_CARD = "ReviewCard"  # public/elements/ReviewCard.jsx
 # Example prompts per model, shown on an empty chat (demo/starters.json; absent: none).
@@ -799,11 +800,14 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
             }
         )
     await persist(PENDING, record)
+    await answer_standing_choices(record)
 
 
 async def update_card(record: dict[str, Any], call: dict[str, Any], **state: Any) -> None:
     """Redraw one review card (and its message's text, which a reloaded history shows)."""
     question = ui.parse_review(call)
+    if state.get("decision") and call["call_id"] in record.get("standing", []):
+        state["decision"] = f"{state['decision']} (always, in this chat)"
     props = ui.card_props(record["response_id"], question, **state)
     card = review_card(call["message_id"], call.get("element_id"), props)
     await card.update()
@@ -892,11 +896,35 @@ async def on_review_action(action: cl.Action) -> None:
     async def resume() -> None:
         await cl.context.emitter.task_start()
         try:
+            if payload.get("always"):
+                await remember_choice(payload["call_id"], payload["answer"])
             await answer_review(payload["response_id"], payload["call_id"], payload["answer"])
         finally:
             await cl.context.emitter.task_end()
 
     session.current_task = asyncio.create_task(resume())
+
+
+async def remember_choice(call_id: str, choice: str) -> None:
+    """ "Always <choice>" on a card: later questions of its kind in this chat get that answer."""
+    record = cl.user_session.get(PENDING) or {}
+    for call in record.get("calls", []):
+        question = ui.parse_review(call)
+        if call["call_id"] == call_id and question.kind and question.always == choice:
+            standing = dict(cl.user_session.get(ALWAYS) or {})
+            standing[question.kind] = choice
+            await persist(ALWAYS, standing)
+
+
+async def answer_standing_choices(record: dict[str, Any]) -> None:
+    """Answer the questions of a kind the reviewer always answers the same way in this chat."""
+    standing = cl.user_session.get(ALWAYS) or {}
+    for call in list(record["calls"]):
+        question = ui.parse_review(call)
+        choice = standing.get(question.kind or "")
+        if choice and choice == question.always and cl.user_session.get(PENDING) is record:
+            record.setdefault("standing", []).append(call["call_id"])
+            await answer_review(record["response_id"], call["call_id"], choice)
 
 
 def typed_answer_call(record: dict[str, Any] | None) -> str | None:
@@ -961,6 +989,7 @@ async def on_chat_resume(thread: dict[str, Any]) -> None:
     if isinstance(metadata, str):
         metadata = json.loads(metadata)
     cl.user_session.set(HISTORY, metadata.get(HISTORY) or [])
+    cl.user_session.set(ALWAYS, metadata.get(ALWAYS) or {})
     try:
         await setup_chat(restored=metadata.get("chat_settings") or {})
     except APIConnectionError as exc:

@@ -328,6 +328,10 @@ class ReviewQuestion:
     choices: list[str]
     free_text: bool
     details: str  # what the graph prepared for the review (the report, the plan), as text
+    # A graph may let the reviewer make one choice standing for the chat: `kind` names the
+    # kind of question, `always` the choice ("always approve publishing").
+    kind: str | None = None
+    always: str | None = None
 
 
 def parse_review(call: dict[str, Any]) -> ReviewQuestion:
@@ -355,13 +359,32 @@ def parse_review(call: dict[str, Any]) -> ReviewQuestion:
     )
     if not buttons:
         buttons = ["approve", "reject"]
-    shown = {"question", "message", "choices", "options", "allow_other", "allow_free_text"}
+    shown = {
+        "question",
+        "message",
+        "choices",
+        "options",
+        "allow_other",
+        "allow_free_text",
+        "kind",
+        "always",
+    }
     details = "\n\n".join(
         v if isinstance(v, str) else json.dumps(v, indent=2)
         for k, v in value.items()
         if k not in shown
     )
-    return ReviewQuestion(call["call_id"], question, buttons, free_text, details)
+    kind = value.get("kind") if isinstance(value.get("kind"), str) else None
+    always = value.get("always") if value.get("always") in buttons else None
+    return ReviewQuestion(
+        call["call_id"],
+        question,
+        buttons,
+        free_text,
+        details,
+        kind=kind,
+        always=always if kind else None,
+    )
 
 
 def card_props(
@@ -385,6 +408,11 @@ def card_props(
         "decision": decision,
         "answered_at": answered_at,
         "error": error,
+        # "Always approve" for this kind of question, in this chat, when the graph offers it.
+        "always": review.always,
+        "always_label": f"Always {review.always} ({review.kind}) in this chat"
+        if review.always
+        else None,
     }
 
 

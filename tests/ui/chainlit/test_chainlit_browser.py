@@ -339,6 +339,28 @@ def test_a_refused_answer_reads_refused_under_the_message_and_asks_again(
     expect(chat.page.get_by_text("Background report for: Typo check", exact=True)).to_have_count(2)
 
 
+def test_always_approve_answers_the_next_question_of_its_kind(
+    chat: Chat, screenshot_dir: Path
+) -> None:
+    chat.pick_model("interruptible-approval")
+    chat.send("First plan")
+    card = chat.card()
+    # The graph declares the kind of question ("publishing") and the choice a reviewer may
+    # make standing: the card offers it next to the graph's own choices.
+    always = card.get_by_role("button", name="Always approve (publishing) in this chat")
+    expect(always).to_be_visible()
+    chat.shot(screenshot_dir, "review-always")
+    always.click()
+    expect(chat.page.get_by_text("Published 'First plan'.")).to_be_visible()
+    # The next question of that kind in this chat is answered at once, and says how.
+    chat.send("Second plan")
+    expect(chat.page.get_by_text("Published 'Second plan'.")).to_be_visible()
+    expect(chat.card()).to_have_attribute("data-state", "answered")
+    expect(chat.card().locator("[data-role=decision]")).to_contain_text(
+        "approve (always, in this chat)"
+    )
+
+
 def test_a_new_chat_lists_the_reviews_waiting_elsewhere(chat: Chat, screenshot_dir: Path) -> None:
     chat.pick_model("interruptible-approval")
     chat.send("Inbox item")

@@ -23,6 +23,12 @@ TOPIC = "Quarterly risks"
 
 def open_chat(page: Page, url: str, model: str) -> None:
     page.goto(f"{url}/?models={model}", wait_until="domcontentloaded")
+    # Chromium aborts loads when the machine's network changes (containers starting on a shared
+    # host: net::ERR_NETWORK_CHANGED), and Open WebUI then shows its error page: load it again.
+    failed = page.get_by_text("500: Internal Error")
+    expect(page.locator("#chat-input").or_(failed)).to_be_visible()
+    if failed.is_visible():
+        page.reload(wait_until="domcontentloaded")
     expect(page.locator("#chat-input")).to_be_visible()
 
 
