@@ -247,12 +247,21 @@ class ReviewQuestion:
         ]
         # The graph also takes free text (feedback) besides its choices.
         self.allow_other = bool(args.get("allow_other")) or not args.get("choices")
+        # A graph may let the reviewer make one choice standing for the chat: `kind` names the
+        # kind of question, `always` the choice ("always approve publishing").
+        kind, always = args.get("kind"), args.get("always")
+        self.kind = kind if isinstance(kind, str) and always in self.choices else ""
+        self.always = str(always) if self.kind else ""
         # Everything else the graph sent (the draft report, the plan) is what is reviewed.
         self.details = "\n\n".join(
             value if isinstance(value, str) else json.dumps(value, indent=2)
             for key, value in args.items()
-            if key not in ("question", "choices", "allow_other")
+            if key not in ("question", "choices", "allow_other", "kind", "always")
         )
+
+    @property
+    def always_label(self) -> str:
+        return f"Always {self.always} ({self.kind}) in this chat" if self.always else ""
 
     @classmethod
     def parse(cls, call: dict[str, Any]) -> "ReviewQuestion":
@@ -276,7 +285,18 @@ class ReviewQuestion:
             "options": [
                 {"label": choice.capitalize(), "description": descriptions.get(choice, choice)}
                 for choice in self.choices
-            ],
+            ]
+            + (
+                [
+                    {
+                        "label": self.always_label,
+                        "description": f"Answer {self.always} to every {self.kind} question "
+                        "of this chat without asking",
+                    }
+                ]
+                if self.always
+                else []
+            ),
             "allow_other": self.allow_other,
         }
 
@@ -284,7 +304,7 @@ class ReviewQuestion:
         for choice in self.choices:
             if choice.capitalize() == label:
                 return choice
-        return label
+        return label  # the "always" option's label, or a label Open WebUI sent as it was
 
 
 class Review:
@@ -361,6 +381,27 @@ class Review:
         )
 
 
+# The mark a chat's title carries in the sidebar while a review waits in it: the sidebar's
+# search for it lists every chat with a review waiting (Open WebUI's equivalent of an inbox).
+WAITING_MARK = "⏳ Review waiting · "
+
+
+async def mark_chat_waiting(chat_id: str, waiting: bool) -> None:
+    """Add or remove the waiting mark on the chat's title (Open WebUI's sidebar shows it)."""
+    try:
+        from open_webui.models.chats import Chats  # type: ignore[import-not-found]
+    except ImportError:  # outside Open WebUI
+        return
+    try:
+        title = await Chats.get_chat_title_by_id(chat_id) or ""
+        bare = title.removeprefix(WAITING_MARK)
+        wanted = WAITING_MARK + bare if waiting else bare
+        if wanted != title:
+            await Chats.update_chat_title_by_id(chat_id, wanted)
+    except Exception as exc:  # the mark is a convenience: the review itself is saved
+        log.warning("could not mark chat %s: %s", chat_id, exc)
+
+
 def answered_line(answer: str) -> str:
     return f"\n\n> **Review answered:** {answer} · {_now()}\n\n"
 
@@ -395,13 +436,28 @@ class PendingReviews:
             entries[f"{server} {chat_id}"] = review.as_json()
             self._write(entries)
 
+    def standing(self, chat_id: str) -> dict[str, str]:
+        """The choices made standing in a chat: {kind of question: choice}."""
+        with self._lock:
+            entry = self._read().get(f"always {chat_id}")
+        return dict(entry) if isinstance(entry, dict) else {}
+
+    def stand_by(self, chat_id: str, kind: str, choice: str) -> None:
+        with self._lock:
+            entries = self._read()
+            entries[f"always {chat_id}"] = {
+                **(entries.get(f"always {chat_id}") or {}),
+                kind: choice,
+            }
+            self._write(entries)
+
     def in_chat(self, chat_id: str) -> tuple[str, Review] | None:
         """The review waiting in a chat, on whichever server: (server, review)."""
         with self._lock:
             entries = self._read()
         for key, entry in entries.items():
             server, _, chat = key.rpartition(" ")
-            if chat == chat_id:
+            if chat == chat_id and server != "always":
                 return server, Review.from_json(entry)
         return None
 
@@ -669,6 +725,7 @@ class _Turn:
                 review: Review | None = waiting
                 text = _content_text(input_items[-1]["content"]).strip() if input_items else ""
                 request = waiting.answer_request(base, text)
+                await mark_chat_waiting(chat_id, False)
                 yield answered_line(text).lstrip()
                 await self._mark_answered_elsewhere(waiting, metadata, text)
             else:
@@ -717,10 +774,25 @@ class _Turn:
                 # into the chat box while the card is open all find it.
                 if chat_id:
                     pending.put(server, chat_id, review)
+                    await mark_chat_waiting(chat_id, True)
                 await self.status("Waiting for your review")
                 answers = []
+                standing = pending.standing(chat_id) if chat_id else {}
                 for call in review.calls:
+                    question = ReviewQuestion.parse(call)
+                    if question.always and standing.get(question.kind) == question.always:
+                        # Answered as the reviewer asked for every question of this kind.
+                        answers.append(question.always)
+                        yield (
+                            f"\n\n> **Answered {question.always}** (always, in this chat): "
+                            f"{question.question}\n"
+                        )
+                        continue
                     answer = await self._ask(call)
+                    if answer is not None and question.always and answer == question.always_label:
+                        if chat_id:
+                            pending.stand_by(chat_id, question.kind, question.always)
+                        answer = question.always
                     if answer is None:
                         if resume is None:  # an "Answer now" message already says it waits
                             yield review.waiting_note()
@@ -729,6 +801,7 @@ class _Turn:
                     answers.append(answer)
                 if chat_id:
                     pending.pop(server, chat_id)
+                    await mark_chat_waiting(chat_id, False)
                 if resume is not None:
                     # "Answer now" on a message that says the review waits: it no longer does.
                     await self._mark_answered_elsewhere(review, metadata, " · ".join(answers))

@@ -501,6 +501,50 @@ def test_answer_now_brings_the_card_back_after_cancel(
     expect(answer).not_to_contain_text("Waiting for your review")
 
 
+def test_always_approve_answers_the_next_question_of_its_kind(
+    page: Page, openwebui_url: str, user_valves: Any
+) -> None:
+    user_valves()
+    open_chat(page, openwebui_url, "lgos.interruptible-approval")
+    send(page, "First plan")
+    card = review_card(page)
+    # The graph declares the kind of question and the choice that may stand for the chat.
+    always = card.get_by_role("button", name=re.compile(r"^Always approve \(publishing\)"))
+    expect(always).to_be_visible()
+    always.click()
+    expect(last_answer(page)).to_contain_text("Published 'First plan'.")
+    expect_finished(page)
+    send(page, "Second plan")
+    # No card this time: answered as asked, and the message says how.
+    expect(last_answer(page)).to_contain_text("Answered approve (always, in this chat)")
+    expect(last_answer(page)).to_contain_text("Published 'Second plan'.")
+    expect(review_card(page)).to_have_count(0)
+
+
+def test_the_sidebar_marks_the_chats_with_a_review_waiting(
+    page: Page, openwebui_url: str, user_valves: Any
+) -> None:
+    user_valves()
+    open_chat(page, openwebui_url, "lgos.interruptible-approval")
+    send(page, "Sidebar plan")
+    review_card(page).get_by_role("button", name="Cancel").click()
+    expect_finished(page)
+    chat_url = page.url
+    # Open WebUI's sidebar lists the chat as waiting (its search for the mark is the inbox)...
+    open_chat(page, openwebui_url, "lgos.simple-graph")
+    waiting = page.locator("nav, aside, #sidebar").get_by_text(re.compile("Review waiting"))
+    expect(waiting.first).to_be_visible()
+    screenshot(page, "review-inbox")
+    waiting.first.click()
+    expect(page).to_have_url(chat_url)
+    # ...which opens at the waiting message and its Answer now.
+    page.get_by_role("button", name="Answer now").last.click()
+    review_card(page).get_by_role("button", name=re.compile("^Approve")).click()
+    expect(last_answer(page)).to_contain_text("Published 'Sidebar plan'.")
+    open_chat(page, openwebui_url, "lgos.simple-graph")
+    expect(page.get_by_text(re.compile("Review waiting · Sidebar plan"))).to_have_count(0)
+
+
 def test_a_waiting_review_survives_an_openwebui_restart(
     page: Page, openwebui: OpenWebUI, user_valves: Any
 ) -> None:
