@@ -532,7 +532,7 @@ def test_the_sidebar_marks_the_chats_with_a_review_waiting(
     chat_url = page.url
     # Open WebUI's sidebar lists the chat as waiting (its search for the mark is the inbox)...
     open_chat(page, openwebui_url, "lgos.simple-graph")
-    waiting = page.locator("nav, aside, #sidebar").get_by_text(re.compile("Review waiting"))
+    waiting = page.get_by_text(re.compile("Review waiting · Sidebar plan"))
     expect(waiting.first).to_be_visible()
     screenshot(page, "review-inbox")
     waiting.first.click()
