@@ -381,12 +381,15 @@ class Review:
         )
 
 
+# Tasks that outlive the turn that started them (kept referenced until they end).
+_background_tasks: set[asyncio.Task[None]] = set()
+
 # The mark a chat's title carries in the sidebar while a review waits in it: the sidebar's
 # search for it lists every chat with a review waiting (Open WebUI's equivalent of an inbox).
 WAITING_MARK = "⏳ Review waiting · "
 
 
-async def mark_chat_waiting(chat_id: str, waiting: bool) -> None:
+async def mark_chat_waiting(chat_id: str, waiting: bool, emit: Emitter | None = None) -> None:
     """Add or remove the waiting mark on the chat's title (Open WebUI's sidebar shows it)."""
     try:
         from open_webui.models.chats import Chats  # type: ignore[import-not-found]
@@ -398,8 +401,28 @@ async def mark_chat_waiting(chat_id: str, waiting: bool) -> None:
         wanted = WAITING_MARK + bare if waiting else bare
         if wanted != title:
             await Chats.update_chat_title_by_id(chat_id, wanted)
+            if emit is not None:
+                await emit({"type": "chat:title", "data": wanted})
     except Exception as exc:  # the mark is a convenience: the review itself is saved
         log.warning("could not mark chat %s: %s", chat_id, exc)
+
+
+async def mark_once_titled(chat_id: str, pending: "PendingReviews", emit: Emitter | None) -> None:
+    """After a chat's first turn Open WebUI titles it with the first message, over the mark:
+    mark it again once that is done, if the review still waits (a deadline, not a clock)."""
+    try:
+        from open_webui.models.chats import Chats  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.5)  # waiting for Open WebUI's own title, which sends no event here
+        if pending.in_chat(chat_id) is None:
+            return
+        title = await Chats.get_chat_title_by_id(chat_id) or ""
+        if title and not title.startswith(WAITING_MARK) and title != "New Chat":
+            await mark_chat_waiting(chat_id, True, emit)
+            return
 
 
 def answered_line(answer: str) -> str:
@@ -725,7 +748,7 @@ class _Turn:
                 review: Review | None = waiting
                 text = _content_text(input_items[-1]["content"]).strip() if input_items else ""
                 request = waiting.answer_request(base, text)
-                await mark_chat_waiting(chat_id, False)
+                await mark_chat_waiting(chat_id, False, self._emit)
                 yield answered_line(text).lstrip()
                 await self._mark_answered_elsewhere(waiting, metadata, text)
             else:
@@ -774,7 +797,7 @@ class _Turn:
                 # into the chat box while the card is open all find it.
                 if chat_id:
                     pending.put(server, chat_id, review)
-                    await mark_chat_waiting(chat_id, True)
+                    await mark_chat_waiting(chat_id, True, self._emit)
                 await self.status("Waiting for your review")
                 answers = []
                 standing = pending.standing(chat_id) if chat_id else {}
@@ -794,6 +817,12 @@ class _Turn:
                             pending.stand_by(chat_id, question.kind, question.always)
                         answer = question.always
                     if answer is None:
+                        if chat_id:
+                            titling = asyncio.create_task(
+                                mark_once_titled(chat_id, pending, self._emit)
+                            )
+                            _background_tasks.add(titling)
+                            titling.add_done_callback(_background_tasks.discard)
                         if resume is None:  # an "Answer now" message already says it waits
                             yield review.waiting_note()
                         await self.status("Waiting for your review", done=True)
@@ -801,7 +830,7 @@ class _Turn:
                     answers.append(answer)
                 if chat_id:
                     pending.pop(server, chat_id)
-                    await mark_chat_waiting(chat_id, False)
+                    await mark_chat_waiting(chat_id, False, self._emit)
                 if resume is not None:
                     # "Answer now" on a message that says the review waits: it no longer does.
                     await self._mark_answered_elsewhere(review, metadata, " · ".join(answers))
