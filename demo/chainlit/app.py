@@ -303,10 +303,11 @@ async def show_inbox() -> None:
         for entry in waiting
     ]
     # A side panel, not a message: nothing is added to (or creates) a thread.
-    await cl.ElementSidebar.set_title(f"Waiting for your review ({len(waiting)})")
+    title = f"Waiting for your review ({len(waiting)})"
     await cl.ElementSidebar.set_elements(
-        [cl.Text(name="inbox", content="\n".join(lines), display="side")], key="lgos-inbox"
+        [cl.Text(name=title, content="\n".join(lines), display="side")], key="lgos-inbox"
     )
+    await cl.ElementSidebar.set_title(title)
 
 
 async def show_unreachable(exc: APIConnectionError) -> None:
