@@ -371,17 +371,19 @@ def test_a_new_chat_lists_the_reviews_waiting_elsewhere(chat: Chat, screenshot_d
     chat.page.goto(chat.url)
     inbox = chat.page.get_by_text(re.compile(r"Waiting for your review \(\d+\)"))
     expect(inbox).to_be_visible()
-    link = chat.page.get_by_role("link", name="Inbox item")
+    link = chat.page.locator("#side-view-content").get_by_role("link", name="Inbox item")
     expect(link).to_be_visible()
     chat.shot(screenshot_dir, "review-inbox")
-    link.first.click()
-    expect(chat.page).to_have_url(waiting_thread)
-    expect(chat.card()).to_have_attribute("data-state", "pending")
-    expect(chat.card().locator("[data-role=question]")).to_have_text(
+    with chat.page.context.expect_page() as opened:
+        link.click()
+    other = Chat(opened.value, chat.url)
+    expect(other.page).to_have_url(waiting_thread)
+    expect(other.card()).to_have_attribute("data-state", "pending")
+    expect(other.card().locator("[data-role=question]")).to_have_text(
         "Approve publishing 'Inbox item'?"
     )
-    chat.answer_review("Approve")
-    chat.expect_answered("approve")
+    other.answer_review("Approve")
+    other.expect_answered("approve")
 
 
 def test_deep_research_plan_card_then_cited_report(
