@@ -786,7 +786,10 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
     }
     for call in calls:
         question = ui.parse_review(call)
-        message = cl.Message(content=ui.review_summary(question))
+        # The card alone: no text repeating it, and outside the run's steps, so Chainlit adds
+        # no copy or feedback buttons under it.
+        message = cl.Message(content="")
+        message.parent_id = None
         card = cl.CustomElement(
             name=REVIEW_CARD, props=ui.card_props(response_id, question), display="inline"
         )
@@ -805,15 +808,13 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
 
 
 async def update_card(record: dict[str, Any], call: dict[str, Any], **state: Any) -> None:
-    """Redraw one review card (and its message's text, which a reloaded history shows)."""
+    """Redraw one review card in place (the data layer keeps it for a reloaded history)."""
     question = ui.parse_review(call)
     if state.get("decision") and call["call_id"] in record.get("standing", []):
         state["decision"] = f"{state['decision']} (always, in this chat)"
     props = ui.card_props(record["response_id"], question, **state)
     card = review_card(call["message_id"], call.get("element_id"), props)
     await card.update()
-    decision = state.get("decision") if state.get("state") == "answered" else None
-    await cl.Message(id=call["message_id"], content=ui.review_summary(question, decision)).update()
 
 
 async def answer_review(response_id: str, call_id: str, answer: str, typed: bool = False) -> bool:

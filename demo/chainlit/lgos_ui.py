@@ -422,13 +422,6 @@ def clip(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def review_summary(review: ReviewQuestion, decision: str | None = None) -> str:
-    """The text of the message that carries the card (what a reloaded history shows)."""
-    if decision is None:
-        return f"**Waiting for your review**: {review.question}"
-    return f"**Review answered**: {review.question} Your answer: **{decision}**"
-
-
 # After this long in the queue the status line says that no worker has taken the run.
 QUEUED_WARNING_SECONDS = 3
 
