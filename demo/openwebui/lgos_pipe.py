@@ -386,7 +386,7 @@ _background_tasks: set[asyncio.Task[None]] = set()
 
 # The mark a chat's title carries in the sidebar while a review waits in it: the sidebar's
 # search for it lists every chat with a review waiting (Open WebUI's equivalent of an inbox).
-WAITING_MARK = "⏳ Review waiting · "
+WAITING_MARK = "Review waiting · "
 
 
 async def mark_chat_waiting(chat_id: str, waiting: bool, emit: Emitter | None = None) -> None:
