@@ -106,11 +106,35 @@ def changed_settings(
         return {}
     properties = (client_settings.get("json_schema") or {}).get("properties") or {}
     defaults = client_settings.get("defaults") or {}
-    return {
-        key: value
-        for key, value in values.items()
-        if key in properties and value is not None and value != defaults.get(key)
-    }
+    changed = {}
+    for key, value in values.items():
+        if key not in properties or value is None:
+            continue
+        value = as_number(key, value, properties[key])
+        if value != defaults.get(key):
+            changed[key] = value
+    return changed
+
+
+class SettingError(ValueError):
+    """A valve whose value cannot be the number its setting is: named, with the range."""
+
+
+def as_number(key: str, value: Any, schema: dict[str, Any]) -> Any:
+    """A number valve's value (typed as text in Open WebUI) as the number the graph takes."""
+    kind = schema.get("type")
+    if kind not in ("integer", "number") or isinstance(value, bool):
+        return value
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = float("nan")
+    whole = kind == "integer"
+    if number != number or (whole and number != int(number)):
+        title = schema.get("title") or key.replace("_", " ").title()
+        what = "a whole number" if whole else "a number"
+        raise SettingError(f"{title} is '{value}', not {what}.")
+    return int(number) if whole else number
 
 
 async def gateway_catalog(client: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
@@ -842,7 +866,14 @@ class _Turn:
         except LgosError as exc:
             log.warning("request for %s failed: %s", self.model, exc)
             await self.status("Failed", done=True)
-            yield f"\n\n**{self.upstream} refused the request:** {exc}{self._settings_hint(exc)}"
+            who = (
+                "Not sent"
+                if exc.status == 400
+                and exc.param == "metadata.lgos_settings"
+                and (isinstance(exc.__cause__, SettingError))
+                else f"{self.upstream} refused the request"
+            )
+            yield f"\n\n**{who}:** {exc}{self._settings_hint(exc)}"
         except httpx.HTTPError as exc:
             log.warning("%s at %s unreachable: %r", self.upstream, self.valves.base_url, exc)
             await self.status(f"{self.upstream} unreachable", done=True)
@@ -874,7 +905,10 @@ class _Turn:
         chat_id = str(metadata.get("chat_id") or "")
         if chat_id:
             request_metadata["conversation_id"] = chat_id
-        settings = changed_settings(values, self.client_settings)
+        try:
+            settings = changed_settings(values, self.client_settings)
+        except SettingError as exc:
+            raise LgosError(str(exc), 400, "metadata.lgos_settings") from exc
         if settings:
             request_metadata["lgos_settings"] = json.dumps(settings)
         if request_metadata:
@@ -904,7 +938,8 @@ class _Turn:
         if exc.param != "metadata.lgos_settings":
             return ""
         allowed = allowed_values(self.client_settings)
-        lines = [f"- **{key}**: {text}" for key, text in allowed.items() if key in str(exc)]
+        said = str(exc).lower().replace(" ", "_")
+        lines = [f"- **{key}**: {text}" for key, text in allowed.items() if key in said]
         return "\n\nChange it under **Controls → Valves** (or set it back to Default)." + (
             "\n\nAllowed:\n" + "\n".join(lines) if lines else ""
         )

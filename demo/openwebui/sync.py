@@ -133,6 +133,11 @@ def settings_fields(models: list[dict[str, Any]]) -> str:
     for key, field in sorted(fields.items()):
         schema = field["schema"]
         py_type = JSON_TYPES.get(schema.get("type", "string"), "str")
+        if py_type in ("int", "float"):
+            # Open WebUI draws a number valve as a text box and refuses a typo with a bare
+            # "Error updating function user valves", then runs with the old value. Kept as
+            # typed, the Pipe names the value and its range on the next message instead.
+            py_type = f"{py_type} | str"
         # Open WebUI shows the field's title above this text, so the title is not repeated.
         parts = [schema["description"].rstrip(". ")] if schema.get("description") else []
         if "minimum" in schema and "maximum" in schema:

@@ -183,6 +183,22 @@ def test_out_of_range_setting_is_explained_with_the_allowed_values(
     expect(answer).not_to_contain_text("Background report for")
 
 
+def test_letters_in_a_number_setting_are_named_with_the_range_and_nothing_runs(
+    page: Page, openwebui_url: str, user_valves: Any
+) -> None:
+    # What a user can save in the Valves dialog's text box for a number: letters. Kept as
+    # typed (the dialog shows what is saved), never replaced by the old value in silence.
+    user_valves(delay_seconds="abc")
+    open_chat(page, openwebui_url, "lgos.background-mock")
+    send(page, "Letters")
+    answer = last_answer(page)
+    expect(answer).to_contain_text("Delay Seconds is 'abc', not a whole number.")
+    expect(answer).to_contain_text("delay_seconds: 0 to 300")
+    expect(answer).to_contain_text("Controls → Valves")
+    expect(answer).not_to_contain_text("Background report for")
+    expect_finished(page)
+
+
 @pytest.mark.parametrize(
     ("choice", "outcome"),
     [("Approve", f"Background report for: {TOPIC}"), ("Reject", "was rejected")],
