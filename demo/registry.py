@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from demo.corpus.web import corpus_router
 from demo.graphs.chat import (
     LongStreamSettings,
     SimpleSettings,
@@ -25,6 +26,9 @@ INTERRUPTS = GraphFeature.INTERRUPTS
 
 
 def create_registry(resources: ServerResources) -> GraphRegistry:
+    if resources.app is not None:
+        # The documents deep-research cites, as pages its citations open (not in a worker).
+        resources.app.include_router(corpus_router())
     checkpointer = resources.checkpointer
     return GraphRegistry(
         graphs={
@@ -56,6 +60,7 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 description="Waits delay_seconds, then writes a report. Runs in the background.",
                 features=frozenset({BACKGROUND}),
                 client_settings=DelaySettings,
+                background_by_default=True,
             ),
             "background-interrupt": GraphConfig(
                 graph=background_interrupt_graph(checkpointer),
@@ -72,6 +77,7 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 features=frozenset({BACKGROUND, INTERRUPTS}),
                 client_settings=ResearchSettings,
                 server_tools=TOOL_NAMES,
+                background_by_default=True,
             ),
         },
         run_coordinator=resources.run_coordinator,

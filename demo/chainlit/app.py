@@ -39,6 +39,11 @@ DEMO_USER = os.environ.get("LGOS_CHAINLIT_USER", "demo")
 DEMO_PASSWORD = os.environ.get("LGOS_CHAINLIT_PASSWORD", "demo")
 POLL_SECONDS = float(os.environ.get("LGOS_CHAINLIT_POLL_SECONDS", "1"))
 DB_POOL_SIZE = int(os.environ.get("LGOS_CHAINLIT_DB_POOL_SIZE", "4"))
+# Named in the chat when a piece is down: what LGOS_BASE_URL is, the command that starts it,
+# and the command that starts a background worker.
+UPSTREAM_NAME = os.environ.get("LGOS_UPSTREAM_NAME") or "the LGOS API"
+UPSTREAM_START = os.environ.get("LGOS_UPSTREAM_START", "")
+WORKER_START = os.environ.get("LGOS_WORKER_START", "just demo/worker")
 
 client = AsyncOpenAI(base_url=BASE_URL, api_key=API_KEY)
 
@@ -52,6 +57,7 @@ SPECS = "lgos_setting_specs"
 MODEL = "lgos_model"
 VALID_SETTINGS = "lgos_valid_settings"  # the last settings that passed validation
 REVIEW_ACTION = "lgos_review"
+ALWAYS = "lgos_always"  # persisted: {kind of question: the choice made standing in this chat}
 PAUSED_STATUS = "lgos_paused_status"  # in memory: the status line of a run that paused
 REVIEW_CARD = "ReviewCard"  # public/elements/ReviewCard.jsx
 # Example prompts per model, shown on an empty chat (demo/starters.json; absent: none).
@@ -233,12 +239,12 @@ def settings_widgets(
         )
     ]
     if model.supports_background:
-        # Off by default: choosing a background model alone never starts background work.
+        # On by default only for graphs registered as meant for the background (long work).
         widgets.append(
             Switch(
                 id=ui.BACKGROUND_SWITCH,
                 label="Run in background",
-                initial=bool(values.get(ui.BACKGROUND_SWITCH, False)),
+                initial=bool(values.get(ui.BACKGROUND_SWITCH, model.background_by_default)),
                 description="The run goes on on the server, also when you leave; Stop cancels it.",
             )
         )
@@ -254,13 +260,62 @@ async def on_chat_start() -> None:
         await setup_chat()
     except APIConnectionError as exc:
         await show_unreachable(exc)
+    await show_inbox()
+
+
+async def waiting_reviews() -> list[dict[str, Any]]:
+    """This user's threads with a review waiting (their saved metadata), newest first."""
+    layer = get_data_layer()
+    user = cl.user_session.get("user")
+    if not isinstance(layer, ChainlitDataLayer) or user is None:
+        return []
+    rows = await layer.execute_query(
+        'SELECT t.id, t.name, t.metadata FROM "Thread" t JOIN "User" u ON u.id = t."userId" '
+        'WHERE u.identifier = $1 AND t."deletedAt" IS NULL AND t.metadata ? $2 '
+        'ORDER BY t."updatedAt" DESC LIMIT 20',
+        {"identifier": user.identifier, "key": PENDING},
+    )
+    found = []
+    for row in rows:
+        metadata = row["metadata"]
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata)
+        record = (metadata or {}).get(PENDING)
+        if record and record.get("calls"):
+            question = ui.parse_review(record["calls"][0]).question
+            found.append({"id": str(row["id"]), "name": row["name"], "question": question})
+    return found
+
+
+async def show_inbox() -> None:
+    """A new chat lists the reviews waiting in the user's chats, in the side panel: each link
+    opens its thread, whose card is still pending there."""
+    try:
+        waiting = await waiting_reviews()
+    except Exception as exc:  # the inbox is a convenience: a new chat works without it
+        cl.logger.warning("cannot list the waiting reviews: %s", exc)
+        return
+    if not waiting:
+        return
+    lines = [
+        f"- [{ui.clip(entry['name'] or 'Untitled chat', 60)}](/thread/{entry['id']}): "
+        f"{ui.clip(entry['question'], 90)}"
+        for entry in waiting
+    ]
+    # A side panel, not a message: nothing is added to (or creates) a thread.
+    title = f"Waiting for your review ({len(waiting)})"
+    await cl.ElementSidebar.set_elements(
+        [cl.Text(name=title, content="\n".join(lines), display="side")], key="lgos-inbox"
+    )
+    await cl.ElementSidebar.set_title(title)
 
 
 async def show_unreachable(exc: APIConnectionError) -> None:
     """An outage in words: which server, and what to do, not a bare "Connection error."."""
+    fix = f"Start it with `{UPSTREAM_START}`" if UPSTREAM_START else "Check that it runs"
     await cl.ErrorMessage(
-        content=f"Could not reach the server at {BASE_URL} ({exc.message}). "
-        "Check that it runs, then reload the page or send your message again."
+        content=f"Could not reach {UPSTREAM_NAME} at {BASE_URL} ({exc.message}). "
+        f"{fix}, then reload the page or send your message again."
     ).send()
 
 
@@ -323,12 +378,17 @@ async def run_turn(
     previous_response_id: str | None = None,
     on_accepted: Callable[[], Awaitable[None]] | None = None,
     answers_review: bool = False,
+    status_message_id: str | None = None,
+    on_taken: Callable[[], Awaitable[None]] | None = None,
 ) -> str | None:
     """Send one Responses request and show its result.
 
     `on_accepted` runs once the server has taken the request (the run is then its business).
     When the request answers a review, a refused answer is not shown here but returned (the
-    graph's message), so the review card can show it and ask again.
+    graph's message), so the review card can show it and ask again; `on_taken` runs when a
+    Response that answered a review ended without refusing it. `status_message_id` is
+    the status line of the paused run, which a background answer goes on using: one line
+    per run, however many reviews it pauses on.
     """
     model: ui.ModelInfo = cl.user_session.get(MODEL)
     metadata, background, stream = request_options()
@@ -339,7 +399,7 @@ async def run_turn(
         kwargs["previous_response_id"] = previous_response_id
     try:
         if background:
-            response, shown = await run_background(kwargs, on_accepted)
+            response, shown = await run_background(kwargs, on_accepted, status_message_id)
         elif stream:
             response, shown = await run_streamed(kwargs, on_accepted)
         else:
@@ -358,6 +418,8 @@ async def run_turn(
         return None
     finally:
         cl.user_session.set(ACTIVE, None)
+    if on_taken is not None and not ui.is_refusal(response):
+        await on_taken()
     return await finish(response, shown, answers_review=answers_review)
 
 
@@ -428,7 +490,9 @@ async def run_streamed(
 
 
 async def run_background(
-    kwargs: dict[str, Any], on_accepted: Callable[[], Awaitable[None]] | None
+    kwargs: dict[str, Any],
+    on_accepted: Callable[[], Awaitable[None]] | None,
+    status_message_id: str | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Queue a background Response and follow it, keeping its state visible.
 
@@ -446,7 +510,7 @@ async def run_background(
         "extra_body": {"extra_headers": {"Idempotency-Key": key}},
         **kwargs,
     }
-    status = cl.Message(content=ui.status_line("queued", 0))
+    status = StatusLine(status_message_id)
     try:
         stream = await client.responses.create(stream=True, **options)
     except APIStatusError as exc:
@@ -507,6 +571,23 @@ async def run_background(
     return final, False
 
 
+class StatusLine(cl.Message):
+    """The status line of a background run: a new message, or, for the answer to a review,
+    the paused run's own line, which then goes on telling the run's state."""
+
+    def __init__(self, reuse_id: str | None = None) -> None:
+        options = {"id": reuse_id} if reuse_id else {}
+        super().__init__(content=ui.status_line("queued", 0), **options)
+        self.reused = reuse_id is not None
+
+    async def send(self) -> StatusLine:
+        if self.reused:
+            await self.update()
+            return self
+        await super().send()
+        return self
+
+
 class LiveStatus:
     """The status line of one background run, its timer counted from the run's created_at."""
 
@@ -532,7 +613,9 @@ class LiveStatus:
 
     async def show(self, *, paused: bool = False) -> None:
         elapsed = time.time() - self.created_at
-        self.message.content = ui.status_line(self.status, elapsed, paused=paused, step=self.step)
+        self.message.content = ui.status_line(
+            self.status, elapsed, paused=paused, step=self.step, worker_start=WORKER_START
+        )
         await self.message.update()
 
     async def stop(self) -> None:
@@ -654,7 +737,7 @@ async def finish(
     """
     status = response.get("status")
     rendered = ui.split_output(response.get("output") or [])
-    if status == "failed" and answers_review and not rendered.answer:
+    if answers_review and ui.is_refusal(response):
         return str((response.get("error") or {}).get("message") or "The answer was refused.")
     if not shown:
         progress = Progress()
@@ -703,7 +786,10 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
     }
     for call in calls:
         question = ui.parse_review(call)
-        message = cl.Message(content=ui.review_summary(question))
+        # The card alone: no text repeating it, and outside the run's steps, so Chainlit adds
+        # no copy or feedback buttons under it.
+        message = cl.Message(content="")
+        message.parent_id = None
         card = cl.CustomElement(
             name=REVIEW_CARD, props=ui.card_props(response_id, question), display="inline"
         )
@@ -718,24 +804,28 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
             }
         )
     await persist(PENDING, record)
+    await answer_standing_choices(record)
 
 
 async def update_card(record: dict[str, Any], call: dict[str, Any], **state: Any) -> None:
-    """Redraw one review card (and its message's text, which a reloaded history shows)."""
+    """Redraw one review card in place (the data layer keeps it for a reloaded history)."""
     question = ui.parse_review(call)
+    if state.get("decision") and call["call_id"] in record.get("standing", []):
+        state["decision"] = f"{state['decision']} (always, in this chat)"
     props = ui.card_props(record["response_id"], question, **state)
     card = review_card(call["message_id"], call.get("element_id"), props)
     await card.update()
-    decision = state.get("decision") if state.get("state") == "answered" else None
-    await cl.Message(id=call["message_id"], content=ui.review_summary(question, decision)).update()
 
 
-async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
+async def answer_review(response_id: str, call_id: str, answer: str, typed: bool = False) -> bool:
     """Record one answer; when every question is answered, resume the run.
 
     Returns False when the answer does not belong to the pending review (already answered).
     A refused answer (400 on the resume, or a continuation that failed with the graph's
-    message) leaves the review pending: the card shows the message and asks again.
+    message) leaves the review pending: the card shows the message and asks again, and a
+    typed answer gets the message as its reply, under it. The review reads "answered" only
+    once the graph took the answer: at once for a foreground answer (LGOS checks it before the
+    stream starts), when its run ends for a background one (the graph checks it in the worker).
     """
     record = cl.user_session.get(PENDING)
     calls = {c["call_id"]: c for c in (record or {}).get("calls", [])}
@@ -754,9 +844,10 @@ async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
         for cid in calls
     ]
     answered_at = datetime.now(UTC).isoformat()
+    background = request_options()[1]
 
-    async def accepted() -> None:
-        # The server owns the run from here: show the decision, and never offer it again.
+    async def answered() -> None:
+        # The graph took the answer: show the decision, and never offer it again.
         for cid, call in calls.items():
             await update_card(
                 record,
@@ -765,16 +856,17 @@ async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
                 decision=record["answers"][cid],
                 answered_at=answered_at,
             )
-        if record.get("status_message_id"):
-            await cl.Message(
-                id=record["status_message_id"], content="Background run: **Review answered**"
-            ).update()
         await persist(PENDING, None)
 
     answering.add(response_id)
     try:
         refused = await run_turn(
-            outputs, previous_response_id=response_id, on_accepted=accepted, answers_review=True
+            outputs,
+            previous_response_id=response_id,
+            on_accepted=None if background else answered,
+            answers_review=True,
+            status_message_id=record.get("status_message_id"),
+            on_taken=answered if background else None,
         )
     finally:
         answering.discard(response_id)
@@ -784,6 +876,15 @@ async def answer_review(response_id: str, call_id: str, answer: str) -> bool:
         await persist(PENDING, record)
         for call in calls.values():
             await update_card(record, call, state="pending", error=refused)
+        if record.get("status_message_id"):
+            # The run still waits for its review: its line says so again, never "Failed".
+            paused = ui.status_line("completed", 0, paused=True)
+            await cl.Message(id=record["status_message_id"], content=paused).update()
+        if refused is not None and typed:
+            await cl.Message(
+                content=f"**Not accepted:** {refused} The review above is still waiting: "
+                "answer it again, on the card or here."
+            ).send()
     return True
 
 
@@ -797,11 +898,35 @@ async def on_review_action(action: cl.Action) -> None:
     async def resume() -> None:
         await cl.context.emitter.task_start()
         try:
+            if payload.get("always"):
+                await remember_choice(payload["call_id"], payload["answer"])
             await answer_review(payload["response_id"], payload["call_id"], payload["answer"])
         finally:
             await cl.context.emitter.task_end()
 
     session.current_task = asyncio.create_task(resume())
+
+
+async def remember_choice(call_id: str, choice: str) -> None:
+    """ "Always <choice>" on a card: later questions of its kind in this chat get that answer."""
+    record = cl.user_session.get(PENDING) or {}
+    for call in record.get("calls", []):
+        question = ui.parse_review(call)
+        if call["call_id"] == call_id and question.kind and question.always == choice:
+            standing = dict(cl.user_session.get(ALWAYS) or {})
+            standing[question.kind] = choice
+            await persist(ALWAYS, standing)
+
+
+async def answer_standing_choices(record: dict[str, Any]) -> None:
+    """Answer the questions of a kind the reviewer always answers the same way in this chat."""
+    standing = cl.user_session.get(ALWAYS) or {}
+    for call in list(record["calls"]):
+        question = ui.parse_review(call)
+        choice = standing.get(question.kind or "")
+        if choice and choice == question.always and cl.user_session.get(PENDING) is record:
+            record.setdefault("standing", []).append(call["call_id"])
+            await answer_review(record["response_id"], call["call_id"], choice)
 
 
 def typed_answer_call(record: dict[str, Any] | None) -> str | None:
@@ -828,7 +953,7 @@ async def on_message(message: cl.Message) -> None:
     if call_id:
         # While a review waits, typed text answers it: the graph accepts it as feedback or
         # refuses it with its own message (the card then asks again).
-        await answer_review(record["response_id"], call_id, message.content)
+        await answer_review(record["response_id"], call_id, message.content, typed=True)
         return
     history = list(cl.user_session.get(HISTORY) or [])
     history.append({"role": "user", "content": message.content})
@@ -866,6 +991,7 @@ async def on_chat_resume(thread: dict[str, Any]) -> None:
     if isinstance(metadata, str):
         metadata = json.loads(metadata)
     cl.user_session.set(HISTORY, metadata.get(HISTORY) or [])
+    cl.user_session.set(ALWAYS, metadata.get(ALWAYS) or {})
     try:
         await setup_chat(restored=metadata.get("chat_settings") or {})
     except APIConnectionError as exc:

@@ -31,6 +31,8 @@ class ModelInfo:
     features: list[str] = field(default_factory=list)
     # False when the catalog entry has no `lgos` object (a plain OpenAI model behind a gateway).
     has_lgos: bool = False
+    # The graph is meant for long work: its chats start with "Run in background" on.
+    background_by_default: bool = False
 
     @property
     def supports_background(self) -> bool:
@@ -48,6 +50,7 @@ def parse_model(entry: dict[str, Any]) -> ModelInfo:
         description=str(meta.get("description") or ""),
         features=features,
         has_lgos=True,
+        background_by_default="background" in features and bool(meta.get("background_by_default")),
     )
 
 
@@ -275,6 +278,14 @@ def split_output(output: list[dict[str, Any]]) -> RenderedOutput:
     return result
 
 
+def is_refusal(response: dict[str, Any]) -> bool:
+    """A Response that answered a review and failed before saying anything: the graph
+    refused the answer (a background answer is checked in its run, so it fails with it)."""
+    return (
+        response.get("status") == "failed" and not split_output(response.get("output") or []).answer
+    )
+
+
 def _marker_after(text: str, end: Any) -> int | None:
     """The number of the `[n]` marker right after a cited claim (the claim ends at `end`)."""
     if not isinstance(end, int):
@@ -317,6 +328,10 @@ class ReviewQuestion:
     choices: list[str]
     free_text: bool
     details: str  # what the graph prepared for the review (the report, the plan), as text
+    # A graph may let the reviewer make one choice standing for the chat: `kind` names the
+    # kind of question, `always` the choice ("always approve publishing").
+    kind: str | None = None
+    always: str | None = None
 
 
 def parse_review(call: dict[str, Any]) -> ReviewQuestion:
@@ -344,13 +359,32 @@ def parse_review(call: dict[str, Any]) -> ReviewQuestion:
     )
     if not buttons:
         buttons = ["approve", "reject"]
-    shown = {"question", "message", "choices", "options", "allow_other", "allow_free_text"}
+    shown = {
+        "question",
+        "message",
+        "choices",
+        "options",
+        "allow_other",
+        "allow_free_text",
+        "kind",
+        "always",
+    }
     details = "\n\n".join(
         v if isinstance(v, str) else json.dumps(v, indent=2)
         for k, v in value.items()
         if k not in shown
     )
-    return ReviewQuestion(call["call_id"], question, buttons, free_text, details)
+    kind = value.get("kind") if isinstance(value.get("kind"), str) else None
+    always = value.get("always") if value.get("always") in buttons else None
+    return ReviewQuestion(
+        call["call_id"],
+        question,
+        buttons,
+        free_text,
+        details,
+        kind=kind,
+        always=always if kind else None,
+    )
 
 
 def card_props(
@@ -374,14 +408,18 @@ def card_props(
         "decision": decision,
         "answered_at": answered_at,
         "error": error,
+        # "Always approve" for this kind of question, in this chat, when the graph offers it.
+        "always": review.always,
+        "always_label": f"Always {review.always} ({review.kind}) in this chat"
+        if review.always
+        else None,
     }
 
 
-def review_summary(review: ReviewQuestion, decision: str | None = None) -> str:
-    """The text of the message that carries the card (what a reloaded history shows)."""
-    if decision is None:
-        return f"**Waiting for your review**: {review.question}"
-    return f"**Review answered**: {review.question} Your answer: **{decision}**"
+def clip(text: str, limit: int) -> str:
+    """`text` on one line, at most `limit` characters."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 # After this long in the queue the status line says that no worker has taken the run.
@@ -389,14 +427,22 @@ QUEUED_WARNING_SECONDS = 3
 
 
 def status_line(
-    status: str, elapsed: float, *, paused: bool = False, step: str | None = None
+    status: str,
+    elapsed: float,
+    *,
+    paused: bool = False,
+    step: str | None = None,
+    worker_start: str = "",
 ) -> str:
-    """The visible state of a background run: status, time since it was created, step."""
+    """The visible state of a background run: status, time since it was created, step; when
+    no worker takes it, the command that starts one."""
     seconds = max(0, int(elapsed))
     if status == "queued":
         line = f"Background run: **Queued** ({seconds} s)"
         if seconds >= QUEUED_WARNING_SECONDS:
-            line += f" · no worker has picked this up for {seconds} s"
+            line += f" · no worker has taken this run for {seconds} s"
+            if worker_start:
+                line += f": start one with `{worker_start}`"
         return line
     if status == "in_progress":
         return f"Background run: **In progress** ({seconds} s)" + (f" · {step}" if step else "")

@@ -1,14 +1,16 @@
 """The fictional document collection `deep-research` searches, and its keyword search.
 
-The documents ship in the repository (see README.md here) so the demo runs offline and its
-citations point at stable URLs. Search is Okapi BM25 over titles and bodies: enough to rank a
-dozen documents well, with no index service and no embedding model to download.
+The documents ship in the repository (see README.md here) so the demo runs offline. The API
+serves them (demo/corpus/web.py, under `DEMO_CORPUS_URL`), so every citation opens its document
+at the cited passage. Search is Okapi BM25 over titles and bodies: enough to rank a dozen
+documents well, with no index service and no embedding model to download.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -17,6 +19,15 @@ from pathlib import Path
 from typing import Any
 
 CORPUS_DIR = Path(__file__).parent
+# Where a browser reaches the corpus route of the API (demo/corpus/web.py). The API and the
+# workers both write citations, so both read it; the local stack sets it from its API port.
+CORPUS_URL_VARIABLE = "DEMO_CORPUS_URL"
+DEFAULT_CORPUS_URL = "http://127.0.0.1:8000/corpus"
+
+
+def corpus_url() -> str:
+    return (os.environ.get(CORPUS_URL_VARIABLE) or DEFAULT_CORPUS_URL).rstrip("/")
+
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
@@ -62,6 +73,23 @@ class Document:
     title: str
     url: str
     text: str
+
+    def passage_url(self, quote: str) -> str:
+        """The document's URL at the passage (the prose sentence) that best matches `quote`:
+        `#passage-N`, the anchor the corpus page gives its N-th sentence."""
+        return f"{self.url}#passage-{passage_of(self, quote)}"
+
+
+def passage_of(document: Document, quote: str) -> int:
+    """Index, in `sentences(document.text)`, of the sentence `quote` is (or is most like)."""
+    found = sentences(document.text)
+    text = quote.strip()
+    for index, sentence in enumerate(found):
+        if text and (text in sentence or sentence in text):
+            return index
+    wanted = set(terms(text))
+    scores = [len(wanted & set(terms(sentence))) for sentence in found]
+    return max(range(len(found)), key=lambda index: scores[index]) if found else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,13 +195,14 @@ def _read(path: Path) -> str:
     return raw
 
 
-def load_corpus(directory: Path = CORPUS_DIR) -> Corpus:
+def load_corpus(directory: Path = CORPUS_DIR, base_url: str | None = None) -> Corpus:
     catalog = json.loads((directory / "catalog.json").read_text(encoding="utf-8"))
+    base = (base_url or corpus_url()).rstrip("/")
     documents = [
         Document(
             id=entry["id"],
             title=entry["title"],
-            url=entry["url"],
+            url=f"{base}/{entry['id']}",
             text=_read(directory / entry["file"]),
         )
         for entry in catalog["documents"]

@@ -341,7 +341,8 @@ def citation_annotations(text: str, sources: Sequence[Source]) -> list[dict[str,
         annotations.append(
             {
                 "type": "citation",
-                "url": source.document.url,
+                # Opens the document at the sentence the claim quotes (or is most like).
+                "url": source.document.passage_url(claim),
                 "title": source.document.title,
                 "start_index": start,
                 "end_index": end,

@@ -37,6 +37,9 @@ def interruptible_approval_graph(
                 "question": f"Approve publishing '{state['topic']}'?",
                 "choices": ["approve", "reject"],
                 "allow_other": True,
+                # A client may offer "always approve publishing" for a session.
+                "kind": "publishing",
+                "always": "approve",
             }
         )
         text = str(answer).strip()

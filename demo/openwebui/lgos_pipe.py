@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 from pydantic import BaseModel, Field
@@ -106,11 +106,35 @@ def changed_settings(
         return {}
     properties = (client_settings.get("json_schema") or {}).get("properties") or {}
     defaults = client_settings.get("defaults") or {}
-    return {
-        key: value
-        for key, value in values.items()
-        if key in properties and value is not None and value != defaults.get(key)
-    }
+    changed = {}
+    for key, value in values.items():
+        if key not in properties or value is None:
+            continue
+        value = as_number(key, value, properties[key])
+        if value != defaults.get(key):
+            changed[key] = value
+    return changed
+
+
+class SettingError(ValueError):
+    """A valve whose value cannot be the number its setting is: named, with the range."""
+
+
+def as_number(key: str, value: Any, schema: dict[str, Any]) -> Any:
+    """A number valve's value (typed as text in Open WebUI) as the number the graph takes."""
+    kind = schema.get("type")
+    if kind not in ("integer", "number") or isinstance(value, bool):
+        return value
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = float("nan")
+    whole = kind == "integer"
+    if number != number or (whole and number != int(number)):
+        title = schema.get("title") or key.replace("_", " ").title()
+        what = "a whole number" if whole else "a number"
+        raise SettingError(f"{title} is '{value}', not {what}.")
+    return int(number) if whole else number
 
 
 async def gateway_catalog(client: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
@@ -188,28 +212,30 @@ def _now() -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime())
 
 
-def progress_line(state: str, elapsed: float, step: str = "") -> str:
-    """What a background run is doing, with the time since it was created."""
-    seconds = max(0, int(elapsed))
+def progress_line(state: str, step: str = "", waited: float = 0, worker_start: str = "") -> str:
+    """What a background run is doing. A state, not a clock: Open WebUI keeps every status
+    line in the message's history, so a line only changes when the run's state does."""
     if state == "queued":
-        line = f"Queued ({seconds} s)"
-        if seconds >= QUEUED_WARNING_SECONDS:
-            line += f" · no worker has picked this up for {seconds} s"
-        return line
-    return f"Running ({seconds} s)" + (f" · {step}" if step else "")
+        if waited < QUEUED_WARNING_SECONDS:
+            return "Queued"
+        fix = f" Start one with `{worker_start}`." if worker_start else ""
+        return f"Queued for {int(waited)} s: no worker has taken this run.{fix}"
+    return "Running" + (f" · {step}" if step else "")
 
 
 _MARKER_AFTER = re.compile(r"[ \t,]*\[(\d{1,3})\]")
 
 
-def numbered_sources(response: dict[str, Any]) -> list[tuple[int, str, str]]:
-    """(n, title, url) of the documents the answer cites, in the order of their numbers.
+def numbered_sources(response: dict[str, Any]) -> list[tuple[int, str, str, str]]:
+    """(n, title, url, cited text) of the passages the answer cites, in the order of their
+    numbers.
 
     The number of a citation is that of the `[n]` marker right after its claim; citations
-    without a marker follow, numbered after the others.
+    without a marker follow, numbered after the others. The URL is the one the graph gave (the
+    demo's opens the document at the cited passage); the cited text is the claim.
     """
-    by_number: dict[int, tuple[str, str]] = {}
-    unnumbered: list[tuple[str, str]] = []
+    by_number: dict[int, tuple[str, str, str]] = {}
+    unnumbered: list[tuple[str, str, str]] = []
     for item in response.get("output") or []:
         if item.get("type") != "message" or _is_commentary(item):
             continue
@@ -218,18 +244,19 @@ def numbered_sources(response: dict[str, Any]) -> list[tuple[int, str, str]]:
             for note in part.get("annotations") or []:
                 if note.get("type") != "url_citation" or not note.get("url"):
                     continue
-                entry = (note.get("title") or note["url"], note["url"])
-                end = note.get("end_index")
+                start, end = note.get("start_index"), note.get("end_index")
+                cited = text[start:end] if isinstance(start, int) and isinstance(end, int) else ""
+                entry = (note.get("title") or note["url"], note["url"], cited)
                 found = _MARKER_AFTER.match(text, end) if isinstance(end, int) else None
                 if found:
                     by_number.setdefault(int(found.group(1)), entry)
-                elif entry not in unnumbered:
+                elif entry[1] not in {e[1] for e in unnumbered}:
                     unnumbered.append(entry)
     ordered = [(n, *by_number[n]) for n in sorted(by_number)]
-    urls = {url for _, _, url in ordered}
+    urls = {url for _, _, url, _ in ordered}
     extra = [entry for entry in unnumbered if entry[1] not in urls]
     start = len(ordered) + 1
-    return ordered + [(start + i, title, url) for i, (title, url) in enumerate(extra)]
+    return ordered + [(start + i, *entry) for i, entry in enumerate(extra)]
 
 
 class ReviewQuestion:
@@ -244,12 +271,21 @@ class ReviewQuestion:
         ]
         # The graph also takes free text (feedback) besides its choices.
         self.allow_other = bool(args.get("allow_other")) or not args.get("choices")
+        # A graph may let the reviewer make one choice standing for the chat: `kind` names the
+        # kind of question, `always` the choice ("always approve publishing").
+        kind, always = args.get("kind"), args.get("always")
+        self.kind = kind if isinstance(kind, str) and always in self.choices else ""
+        self.always = str(always) if self.kind else ""
         # Everything else the graph sent (the draft report, the plan) is what is reviewed.
         self.details = "\n\n".join(
             value if isinstance(value, str) else json.dumps(value, indent=2)
             for key, value in args.items()
-            if key not in ("question", "choices", "allow_other")
+            if key not in ("question", "choices", "allow_other", "kind", "always")
         )
+
+    @property
+    def always_label(self) -> str:
+        return f"Always {self.always} ({self.kind}) in this chat" if self.always else ""
 
     @classmethod
     def parse(cls, call: dict[str, Any]) -> "ReviewQuestion":
@@ -273,7 +309,18 @@ class ReviewQuestion:
             "options": [
                 {"label": choice.capitalize(), "description": descriptions.get(choice, choice)}
                 for choice in self.choices
-            ],
+            ]
+            + (
+                [
+                    {
+                        "label": self.always_label,
+                        "description": f"Answer {self.always} to every {self.kind} question "
+                        "of this chat without asking",
+                    }
+                ]
+                if self.always
+                else []
+            ),
             "allow_other": self.allow_other,
         }
 
@@ -281,31 +328,55 @@ class ReviewQuestion:
         for choice in self.choices:
             if choice.capitalize() == label:
                 return choice
-        return label
+        return label  # the "always" option's label, or a label Open WebUI sent as it was
 
 
 class Review:
-    """A Response that paused on review questions, until they are answered."""
+    """A Response that paused on review questions, until they are answered.
 
-    def __init__(self, response_id: str, calls: list[dict[str, Any]]) -> None:
+    `message_id` is the chat message that shows the review, `function_id` the Pipe that runs
+    its model, and `model` the LGOS model: what "Answer now" needs to resume it.
+    """
+
+    def __init__(
+        self,
+        response_id: str,
+        calls: list[dict[str, Any]],
+        *,
+        message_id: str = "",
+        function_id: str = "",
+        model: str = "",
+    ) -> None:
         self.response_id = response_id
         self.calls = calls
+        self.message_id = message_id
+        self.function_id = function_id
+        self.model = model
         self.questions = [ReviewQuestion.parse(call) for call in calls]
 
     def card_markdown(self) -> str:
-        """The review in the answer itself: the question and what it is about."""
+        """What the review is about, in the answer itself. The question is the card's: it is
+        written here only once the card is gone (see `waiting_note`)."""
         parts = []
         for question in self.questions:
-            parts.append(f"\n\n---\n\n#### Waiting for your review\n\n**{question.question}**")
             if question.details:
                 quoted = "\n".join(f"> {line}" for line in question.details.splitlines())
-                parts.append(f"\n\n{quoted}")
-        return "".join(parts) + "\n"
+                parts.append(f"\n\n---\n\n#### For your review\n\n{quoted}")
+        return "".join(parts) + "\n" if parts else ""
+
+    def waiting_note(self) -> str:
+        """The review left waiting: its question, and the two ways to answer it."""
+        question = self.questions[0]
+        return (
+            f"\n\n> **Waiting for your review:** {question.question}\n>\n"
+            "> Press **Answer now** under this message, or type your answer "
+            f"({self.reply_hint()}) and send it: it answers this review, it starts nothing new.\n"
+        )
 
     def reply_hint(self) -> str:
         question = self.questions[0]
         options = " or ".join(f"**{choice}**" for choice in question.choices)
-        return options + (" (or your own words)" if question.allow_other else "")
+        return options + (", or your own words" if question.allow_other else "")
 
     def answer_request(self, base: dict[str, Any], *answers: str) -> dict[str, Any]:
         outputs = [
@@ -314,14 +385,82 @@ class Review:
         ]
         return {**base, "previous_response_id": self.response_id, "input": outputs}
 
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "response_id": self.response_id,
+            "calls": self.calls,
+            "message_id": self.message_id,
+            "function_id": self.function_id,
+            "model": self.model,
+        }
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> "Review":
+        return cls(
+            entry["response_id"],
+            entry["calls"],
+            message_id=str(entry.get("message_id") or ""),
+            function_id=str(entry.get("function_id") or ""),
+            model=str(entry.get("model") or ""),
+        )
+
+
+# Tasks that outlive the turn that started them (kept referenced until they end).
+_background_tasks: set[asyncio.Task[None]] = set()
+
+# The mark a chat's title carries in the sidebar while a review waits in it: the sidebar's
+# search for it lists every chat with a review waiting (Open WebUI's equivalent of an inbox).
+WAITING_MARK = "Review waiting · "
+
+
+async def mark_chat_waiting(chat_id: str, waiting: bool, emit: Emitter | None = None) -> None:
+    """Add or remove the waiting mark on the chat's title (Open WebUI's sidebar shows it)."""
+    try:
+        from open_webui.models.chats import Chats  # type: ignore[import-not-found]
+    except ImportError:  # outside Open WebUI
+        return
+    try:
+        title = await Chats.get_chat_title_by_id(chat_id) or ""
+        bare = title.removeprefix(WAITING_MARK)
+        wanted = WAITING_MARK + bare if waiting else bare
+        if wanted != title:
+            await Chats.update_chat_title_by_id(chat_id, wanted)
+            if emit is not None:
+                await emit({"type": "chat:title", "data": wanted})
+    except Exception as exc:  # the mark is a convenience: the review itself is saved
+        log.warning("could not mark chat %s: %s", chat_id, exc)
+
+
+async def mark_once_titled(chat_id: str, pending: "PendingReviews", emit: Emitter | None) -> None:
+    """After a chat's first turn Open WebUI titles it with the first message, over the mark:
+    mark it again once that is done, if the review still waits (a deadline, not a clock)."""
+    try:
+        from open_webui.models.chats import Chats  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.5)  # waiting for Open WebUI's own title, which sends no event here
+        if pending.in_chat(chat_id) is None:
+            return
+        title = await Chats.get_chat_title_by_id(chat_id) or ""
+        if title and not title.startswith(WAITING_MARK) and title != "New Chat":
+            await mark_chat_waiting(chat_id, True, emit)
+            return
+
+
+def answered_line(answer: str) -> str:
+    return f"\n\n> **Review answered:** {answer} · {_now()}\n\n"
+
 
 class PendingReviews:
-    """The review left waiting in each chat (dismissed or timed out); the next message answers.
+    """The review waiting in each chat, from the moment it is shown until it is answered.
 
-    Kept in a small JSON file in Open WebUI's data folder, so that a restart of Open WebUI (or
-    a reload of this function) does not forget it: the run waits on the LGOS server either
-    way, and without this the next message would start a new run instead of answering. Each
-    entry is keyed by the server too, since a chat may switch to a model on another one.
+    Kept in a small JSON file in Open WebUI's data folder, so that a Stop, a reload, a restart
+    of Open WebUI (or a reload of this function) does not forget it: the run waits on the LGOS
+    server either way, and without this the next message would start a new run instead of
+    answering. Each entry is keyed by the server too, since a chat may switch to a model on
+    another one.
     """
 
     FILE_NAME = "lgos_pending_reviews.json"
@@ -336,16 +475,38 @@ class PendingReviews:
             entry = entries.pop(f"{server} {chat_id}", None)
             if entry is not None:
                 self._write(entries)
-        return Review(entry["response_id"], entry["calls"]) if entry else None
+        return Review.from_json(entry) if entry else None
 
     def put(self, server: str, chat_id: str, review: Review) -> None:
         with self._lock:
             entries = self._read()
-            entries[f"{server} {chat_id}"] = {
-                "response_id": review.response_id,
-                "calls": review.calls,
+            entries[f"{server} {chat_id}"] = review.as_json()
+            self._write(entries)
+
+    def standing(self, chat_id: str) -> dict[str, str]:
+        """The choices made standing in a chat: {kind of question: choice}."""
+        with self._lock:
+            entry = self._read().get(f"always {chat_id}")
+        return dict(entry) if isinstance(entry, dict) else {}
+
+    def stand_by(self, chat_id: str, kind: str, choice: str) -> None:
+        with self._lock:
+            entries = self._read()
+            entries[f"always {chat_id}"] = {
+                **(entries.get(f"always {chat_id}") or {}),
+                kind: choice,
             }
             self._write(entries)
+
+    def in_chat(self, chat_id: str) -> tuple[str, Review] | None:
+        """The review waiting in a chat, on whichever server: (server, review)."""
+        with self._lock:
+            entries = self._read()
+        for key, entry in entries.items():
+            server, _, chat = key.rpartition(" ")
+            if chat == chat_id and server != "always":
+                return server, Review.from_json(entry)
+        return None
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -393,14 +554,28 @@ class Pipe:
         timeout_seconds: float = Field(
             default=120.0, description="Timeout of one HTTP call (a stream may last longer)."
         )
+        upstream_name: str = Field(
+            default="LGOS",
+            description="What base_url is, in the chat's outage messages (e.g. the LiteLLM "
+            "gateway).",
+        )
+        upstream_start: str = Field(
+            default="", description="The command that starts base_url, named when it is down."
+        )
+        worker_start: str = Field(
+            default="just demo/worker",
+            description="The command that starts a background worker, named when no worker "
+            "takes a run.",
+        )
 
     class UserValves(BaseModel):
         """Per-user settings, shown in the chat's Controls panel under Valves."""
 
-        run_in_background: bool = Field(
-            default=False,
-            description="Run graphs that support it in the background: the run survives a "
-            "closed tab and Stop cancels it.",
+        run_in_background: bool | None = Field(
+            default=None,
+            description="Run in the background: the run survives a closed tab and Stop "
+            "cancels it. Default: each graph's own choice (on for the graphs meant for long "
+            "work, such as background-mock and deep-research).",
         )
         # lgos-settings: begin
         # sync.py writes one optional field per graph setting here (None = the graph's default).
@@ -452,8 +627,10 @@ class Pipe:
         # Open WebUI names manifold models "<function id>.<LGOS model id>".
         model = body["model"].split(".", 1)[1]
         user_valves = (__user__ or {}).get("valves")
+        values = user_valves.model_dump() if isinstance(user_valves, BaseModel) else {}
         metadata = __metadata__ or {}
-        turn = _Turn(self.valves, model, user_valves, __event_emitter__, __event_call__)
+        turn = _Turn(self.valves, model, values, __event_emitter__, __event_call__)
+        turn.function_id = body["model"].split(".", 1)[0]
         async with self._client() as client:
             turn.client = client
             texts = turn.run(to_input(body.get("messages") or []), metadata, self.pending)
@@ -466,118 +643,244 @@ class Pipe:
                 await texts.aclose()
 
 
+# The Action function is this file without `Pipe` (sync.py removes the name): it keeps these.
+PipeValves = Pipe.Valves
+
+
+class Action:
+    """ "Answer now": the review card again, for a review left waiting in this chat (after
+    Cancel, the card's timeout, a closed tab or a restart of Open WebUI). sync.py installs this
+    same file a second time as an Action function (without the Pipe) and shows its button under
+    the messages of the graphs that ask for reviews."""
+
+    actions: ClassVar[list[dict[str, str]]] = [{"id": "answer", "name": "Answer now"}]
+
+    class Valves(BaseModel):
+        pass
+
+    def __init__(self) -> None:
+        self.valves = self.Valves()
+        self.pending = PendingReviews(data_folder())
+
+    async def action(
+        self,
+        body: dict[str, Any],
+        __user__: dict[str, Any] | None = None,
+        __event_emitter__: Emitter | None = None,
+        __event_call__: Callable[[dict[str, Any]], Awaitable[Any]] | None = None,
+    ) -> None:
+        chat_id = str(body.get("chat_id") or "")
+        found = self.pending.in_chat(chat_id) if chat_id else None
+        if found is None:
+            if __event_emitter__:
+                note = {"type": "info", "content": "Nothing waits for your review in this chat."}
+                await __event_emitter__({"type": "notification", "data": note})
+            return
+        _server, review = found
+        user_id = str((__user__ or {}).get("id") or "")
+        valves, values = await pipe_settings(review.function_id, user_id)
+        turn = _Turn(valves, review.model, values, __event_emitter__, __event_call__)
+        turn.function_id = review.function_id
+        metadata = {
+            "chat_id": chat_id,
+            "message_id": str(body.get("id") or ""),
+            "user_id": user_id,
+            "session_id": body.get("session_id"),
+        }
+        headers = {"Authorization": f"Bearer {valves.api_key}"} if valves.api_key else {}
+        writer = await MessageText.open(metadata, metadata["message_id"])
+        turn.rewrite = writer
+        async with httpx.AsyncClient(
+            base_url=valves.base_url.rstrip("/"),
+            headers=headers,
+            timeout=httpx.Timeout(valves.timeout_seconds, connect=10.0),
+        ) as client:
+            turn.client = client
+            async for text in turn.run([], metadata, self.pending, resume=review):
+                if text and writer is not None:
+                    await writer.append(text)
+
+
+async def pipe_settings(function_id: str, user_id: str) -> tuple["PipeValves", dict[str, Any]]:
+    """The admin valves of a Pipe function and one user's valves of it, from Open WebUI."""
+    try:
+        from open_webui.models.functions import Functions  # type: ignore[import-not-found]
+    except ImportError:  # outside Open WebUI
+        return PipeValves(), {}
+    valves = await Functions.get_function_valves_by_id(function_id) or {}
+    values = await Functions.get_user_valves_by_id_and_user_id(function_id, user_id) or {}
+    return PipeValves(**valves), dict(values)
+
+
 class _Turn:
     """One assistant turn: possibly several Responses (a review answer starts a new one)."""
 
     def __init__(
         self,
-        valves: Pipe.Valves,
+        valves: "PipeValves",
         model: str,
-        user_valves: BaseModel | None,
+        user_values: dict[str, Any],
         emit: Emitter | None,
         call: Callable[[dict[str, Any]], Awaitable[Any]] | None,
     ) -> None:
         self.valves = valves
         self.model = model
-        self.user_valves = user_valves
+        self.user_values = dict(user_values)
         self._emit = emit
         self._call = call
         self.client: httpx.AsyncClient
         # The background Response being followed, cancelled if the user presses Stop.
         self.active_id: str | None = None
         self.client_settings: dict[str, Any] | None = None
+        self.background = False
+        self._last_status: tuple[str, bool] = ("", False)
+        # The finished message this turn writes into ("Answer now"), if any.
+        self.rewrite: MessageText | None = None
+        # Which Pipe runs this turn, and how the chat names the server and its fix.
+        self.function_id = ""
+        self.upstream = valves.upstream_name or "LGOS"
+        self.start_hint = (
+            f"Start it with `{valves.upstream_start}`, then send your message again."
+            if valves.upstream_start
+            else "Check that it runs, then send your message again."
+        )
 
-    async def status(self, description: str, done: bool = False) -> None:
-        if self._emit:
-            await self._emit({"type": "status", "data": {"description": description, "done": done}})
+    async def status(self, description: str, done: bool = False, **extra: str) -> None:
+        """One line of the message's status history (`extra` is stored, not shown: the
+        background Response id, for whoever reads the chat back)."""
+        if self._emit and (description, done) != self._last_status:
+            self._last_status = (description, done)
+            data = {"description": description, "done": done, **extra}
+            await self._emit({"type": "status", "data": data})
 
     async def run(
         self,
         input_items: list[dict[str, Any]],
         metadata: dict[str, Any],
         pending: PendingReviews,
+        resume: Review | None = None,
     ) -> AsyncIterator[str]:
+        """The turn's text. `resume` is a review answered from its card after the turn that
+        showed it ended ("Answer now"): the card is asked again and the run resumed."""
         chat_id = str(metadata.get("chat_id") or "")
+        server = self.valves.base_url
         try:
-            info = await self._model_info()
-            self.client_settings = info.get("client_settings")
-            values = self.user_valves.model_dump() if self.user_valves else {}
-            background = bool(values.pop("run_in_background", False)) and "background" in info.get(
-                "features", []
-            )
-            base: dict[str, Any] = {"model": self.model}
-            request_metadata = {}
-            if chat_id:
-                request_metadata["conversation_id"] = chat_id
-            settings = changed_settings(values, self.client_settings)
-            if settings:
-                request_metadata["lgos_settings"] = json.dumps(settings)
-            if request_metadata:
-                base["metadata"] = request_metadata
-
-            server = self.valves.base_url
-            waiting = pending.pop(server, chat_id) if chat_id else None
+            base = await self._request_base(metadata)
+            waiting = None if resume else (pending.pop(server, chat_id) if chat_id else None)
             if waiting is not None:
-                # The review was dismissed earlier: this message is the answer to it.
+                # A review waits in this chat: whatever was typed answers it, never a new run.
                 review: Review | None = waiting
-                text = _content_text(input_items[-1]["content"]) if input_items else ""
-                request = waiting.answer_request(base, text.strip())
-                yield f"> **Your answer:** {text.strip()} · {_now()}\n\n"
+                text = _content_text(input_items[-1]["content"]).strip() if input_items else ""
+                request = waiting.answer_request(base, text)
+                await mark_chat_waiting(chat_id, False, self._emit)
+                yield answered_line(text).lstrip()
+                await self._mark_answered_elsewhere(waiting, metadata, text)
             else:
-                review = None
+                review = resume
                 request = {**base, "input": input_items}
-
+            message_id = str(metadata.get("message_id") or "")
+            ask_first = resume is not None
             while True:
                 refused: str | None = None
                 response: dict[str, Any] = {}
-                try:
-                    async for text, final in self._respond(request, background):
-                        if final is not None:
-                            response = final
-                        else:
-                            yield text
-                except LgosError as exc:
-                    if review is None or exc.status != 400:
-                        raise
-                    refused = str(exc)  # the graph refused the answer (a 400 on the resume)
-                failed = response.get("status") == "failed" and not answer_texts(response)
-                if review is not None and refused is None and failed:
-                    # A background continuation that failed with the graph's message.
-                    refused = (response.get("error") or {}).get("message") or "refused"
-                if refused is not None and review is not None:
-                    yield f"\n\n> **The answer was not accepted:** {refused}\n\n"
-                else:
-                    async for note in self._sources_and_outcome(response):
-                        yield note
-                    calls = interrupt_calls(response)
-                    if not calls or response.get("status") != "completed":
-                        return
-                    review = Review(response["id"], calls)
-                    yield review.card_markdown()
-                # The graph waits for a person: ask in the chat's question card.
+                if not ask_first:
+                    try:
+                        async for text, final in self._respond(request, self.background):
+                            if final is not None:
+                                response = final
+                            else:
+                                yield text
+                    except LgosError as exc:
+                        if review is None or exc.status != 400:
+                            raise
+                        refused = str(exc)  # the graph refused the answer (a 400 on the resume)
+                    failed = response.get("status") == "failed" and not answer_texts(response)
+                    if review is not None and refused is None and failed:
+                        # A background continuation that failed with the graph's message.
+                        refused = (response.get("error") or {}).get("message") or "refused"
+                    if refused is not None and review is not None:
+                        yield f"\n\n> **The answer was not accepted:** {refused}\n\n"
+                    else:
+                        async for note in self._sources_and_outcome(response):
+                            yield note
+                        calls = interrupt_calls(response)
+                        if not calls or response.get("status") != "completed":
+                            return
+                        review = Review(response["id"], calls)
+                        yield review.card_markdown()
+                ask_first = False
+                assert review is not None
+                review = Review(
+                    review.response_id,
+                    review.calls,
+                    message_id=message_id,
+                    function_id=self.function_id,
+                    model=self.model,
+                )
+                # Saved before the card opens: a Stop, a reload, a restart or an answer typed
+                # into the chat box while the card is open all find it.
+                if chat_id:
+                    pending.put(server, chat_id, review)
+                    await mark_chat_waiting(chat_id, True, self._emit)
+                await self.status("Waiting for your review")
                 answers = []
+                standing = pending.standing(chat_id) if chat_id else {}
                 for call in review.calls:
+                    question = ReviewQuestion.parse(call)
+                    if question.always and standing.get(question.kind) == question.always:
+                        # Answered as the reviewer asked for every question of this kind.
+                        answers.append(question.always)
+                        yield (
+                            f"\n\n> **Answered {question.always}** (always, in this chat): "
+                            f"{question.question}\n"
+                        )
+                        continue
                     answer = await self._ask(call)
+                    if answer is not None and question.always and answer == question.always_label:
+                        if chat_id:
+                            pending.stand_by(chat_id, question.kind, question.always)
+                        answer = question.always
                     if answer is None:
                         if chat_id:
-                            pending.put(server, chat_id, review)
-                        yield (
-                            "\n\n_The review is still waiting. Answer it by replying with "
-                            f"{review.reply_hint()} in the chat._\n"
-                        )
+                            titling = asyncio.create_task(
+                                mark_once_titled(chat_id, pending, self._emit)
+                            )
+                            _background_tasks.add(titling)
+                            titling.add_done_callback(_background_tasks.discard)
+                        if resume is None:  # an "Answer now" message already says it waits
+                            yield review.waiting_note()
                         await self.status("Waiting for your review", done=True)
                         return
                     answers.append(answer)
-                    yield f"\n\n> **Your answer:** {answer} · {_now()}\n\n"
+                if chat_id:
+                    pending.pop(server, chat_id)
+                    await mark_chat_waiting(chat_id, False, self._emit)
+                if resume is not None:
+                    # "Answer now" on a message that says the review waits: it no longer does.
+                    await self._mark_answered_elsewhere(review, metadata, " · ".join(answers))
+                    resume = None
+                    yield "\n"
+                else:
+                    yield answered_line(" · ".join(answers))
                 request = review.answer_request(base, *answers)
         except LgosError as exc:
-            log.warning("LGOS request for %s failed: %s", self.model, exc)
+            log.warning("request for %s failed: %s", self.model, exc)
             await self.status("Failed", done=True)
-            yield f"\n\n**LGOS error:** {exc}{self._settings_hint(exc)}"
+            who = (
+                "Not sent"
+                if exc.status == 400
+                and exc.param == "metadata.lgos_settings"
+                and (isinstance(exc.__cause__, SettingError))
+                else f"{self.upstream} refused the request"
+            )
+            yield f"\n\n**{who}:** {exc}{self._settings_hint(exc)}"
         except httpx.HTTPError as exc:
-            log.warning("LGOS at %s unreachable: %r", self.valves.base_url, exc)
-            await self.status("Failed", done=True)
-            yield f"\n\n**Could not reach LGOS at {self.valves.base_url}:** {exc}"
+            log.warning("%s at %s unreachable: %r", self.upstream, self.valves.base_url, exc)
+            await self.status(f"{self.upstream} unreachable", done=True)
+            yield (
+                f"\n\n**Could not reach {self.upstream}** at {self.valves.base_url} ({exc})."
+                f" {self.start_hint}"
+            )
         except BaseException:
             # Stop in Open WebUI cancels the task that consumes this generator
             # (asyncio.CancelledError at our current await, or GeneratorExit at a yield).
@@ -589,12 +892,54 @@ class _Turn:
                 await asyncio.shield(self._quiet_status("Stopped"))
             raise
 
+    async def _request_base(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """Model, conversation id and changed settings; decides foreground or background."""
+        info = await self._model_info()
+        self.client_settings = info.get("client_settings")
+        values = dict(self.user_values)
+        chosen = values.pop("run_in_background", None)
+        wants_background = bool(info.get("background_by_default")) if chosen is None else chosen
+        self.background = bool(wants_background) and "background" in info.get("features", [])
+        base: dict[str, Any] = {"model": self.model}
+        request_metadata = {}
+        chat_id = str(metadata.get("chat_id") or "")
+        if chat_id:
+            request_metadata["conversation_id"] = chat_id
+        try:
+            settings = changed_settings(values, self.client_settings)
+        except SettingError as exc:
+            raise LgosError(str(exc), 400, "metadata.lgos_settings") from exc
+        if settings:
+            request_metadata["lgos_settings"] = json.dumps(settings)
+        if request_metadata:
+            base["metadata"] = request_metadata
+        return base
+
+    async def _mark_answered_elsewhere(
+        self, review: Review, metadata: dict[str, Any], answer: str
+    ) -> None:
+        """The message that showed a review answered later says so, instead of "waiting"."""
+        if not review.message_id:
+            return
+        where = "" if review.message_id == metadata.get("message_id") else " in the next message"
+        done = f"> **Review answered**{where}: {answer} · {_now()}"
+        try:
+            if self.rewrite is not None and self.rewrite.message_id == review.message_id:
+                writer = self.rewrite
+            else:
+                writer = await MessageText.open(metadata, review.message_id)
+            if writer is not None:
+                await writer.replace(review.waiting_note().strip(), done)
+        except Exception as exc:  # the old message is a courtesy: the answer itself went through
+            log.warning("could not mark the earlier review message answered: %s", exc)
+
     def _settings_hint(self, exc: LgosError) -> str:
         """Where to fix a refused setting, with the values the graph allows."""
         if exc.param != "metadata.lgos_settings":
             return ""
         allowed = allowed_values(self.client_settings)
-        lines = [f"- **{key}**: {text}" for key, text in allowed.items() if key in str(exc)]
+        said = str(exc).lower().replace(" ", "_")
+        lines = [f"- **{key}**: {text}" for key, text in allowed.items() if key in said]
         return "\n\nChange it under **Controls → Valves** (or set it back to Default)." + (
             "\n\nAllowed:\n" + "\n".join(lines) if lines else ""
         )
@@ -687,6 +1032,7 @@ class _Turn:
                 raise LgosError.from_response(polled)
             response = polled.json()
             live.state = response["status"]
+            await live.show()
         self.active_id = None
         await live.finish(response)
         return response
@@ -728,14 +1074,17 @@ class _Turn:
         if self._emit:
             # In the order of the report's own numbers: Open WebUI's chip [n] opens the n-th
             # source it was given, so source n must be document n.
-            for number, title, url in numbered_sources(response):
+            for number, title, url, cited in numbered_sources(response):
+                # The chip shows the name, cut after 30 characters: the report's number first.
+                # The source's popup shows the cited passage, its title links the page.
+                name = f"[{number}] {title}"
                 await self._emit(
                     {
                         "type": "source",
                         "data": {
-                            "source": {"name": title, "url": url, "id": url},
-                            "document": [f"[{number}] {title}"],
-                            "metadata": [{"source": url, "name": title}],
+                            "source": {"name": name, "url": url, "id": url},
+                            "document": [cited or title],
+                            "metadata": [{"source": url, "name": name, "external": True}],
                         },
                     }
                 )
@@ -763,7 +1112,6 @@ class _Turn:
         (Cancel), it timed out, or there is no browser session. The graph then stays paused.
         """
         question = ReviewQuestion.parse(call)
-        await self.status("Waiting for your review")
         if self._call is None:
             return None
         result = await self._call(
@@ -796,36 +1144,112 @@ class _Turn:
             cancelled = await self.client.post(f"/responses/{response_id}/cancel")
             log.info("cancelled %s: HTTP %s", response_id, cancelled.status_code)
             await self.status("Cancelled", done=True)
+            # The generator cannot yield any more: the message says it through an event.
+            if self._emit:
+                note = "\n\n_Stopped: the background run was cancelled on the server._"
+                await self._emit({"type": "message", "data": {"content": note}})
+                await self._emit(
+                    {"type": "chat:completion", "data": {"content": note.strip(), "done": True}}
+                )
         except Exception as exc:
             log.warning("could not cancel %s: %s", response_id, exc)
 
 
+class MessageText:
+    """The text of a chat message that no longer streams, rewritten in place.
+
+    Open WebUI draws a finished message from its `output` items, not from its `content`, and
+    saves neither on a later event: both are written to its database here, and sent to the
+    page as a completion event, which redraws the message.
+    """
+
+    def __init__(self, chat_id: str, message_id: str, content: str, emit: Emitter) -> None:
+        self.chat_id = chat_id
+        self.message_id = message_id
+        self.content = content
+        self._emit = emit
+
+    @classmethod
+    async def open(cls, metadata: dict[str, Any], message_id: str) -> "MessageText | None":
+        try:
+            from open_webui.models.chats import Chats  # type: ignore[import-not-found]
+            from open_webui.socket.main import get_event_emitter  # type: ignore[import-not-found]
+        except ImportError:  # outside Open WebUI
+            return None
+        chat_id = str(metadata.get("chat_id") or "")
+        message = await Chats.get_message_by_id_and_message_id(chat_id, message_id)
+        emit = await get_event_emitter(
+            {
+                "chat_id": chat_id,
+                "message_id": message_id,
+                "user_id": metadata.get("user_id"),
+                "session_id": metadata.get("session_id"),
+            }
+        )
+        if message is None or emit is None:
+            return None
+        return cls(chat_id, message_id, str(message.get("content") or ""), emit)
+
+    async def append(self, text: str) -> None:
+        await self.set(self.content + text)
+
+    async def replace(self, old: str, new: str) -> None:
+        if old in self.content:
+            await self.set(self.content.replace(old, new))
+
+    async def set(self, content: str) -> None:
+        from open_webui.models.chats import Chats
+
+        self.content = content
+        output = [
+            {
+                "type": "message",
+                "id": f"msg_{self.message_id.replace('-', '')[:24]}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": content}],
+            }
+        ]
+        await Chats.upsert_message_to_chat_by_id_and_message_id(
+            self.chat_id, self.message_id, {"content": content, "output": output}
+        )
+        await self._emit({"type": "chat:completion", "data": {"output": output}})
+
+
 class _LiveStatus:
-    """The status line of one background run: its state, a timer from the Response's
-    created_at, and the step the graph last reported."""
+    """The status line of one background run: its state and the step the graph last
+    reported, written only when one of them changes; once, if the run is still queued after
+    a few seconds, that no worker has taken it (counted from the Response's created_at)."""
 
     def __init__(self, turn: _Turn) -> None:
         self.turn = turn
         self.created_at = time.time()
         self.state = "queued"
         self.step = ""
-        self.ticker: asyncio.Task[None] | None = None
+        self.shown = ""
+        self.response_id = ""
+        self.warning: asyncio.Task[None] | None = None
 
     async def start(self, response: dict[str, Any]) -> None:
         self.created_at = response.get("created_at") or self.created_at
         self.state = response.get("status") or self.state
-        await self.turn.status(f"Started background run {response['id']}")
+        self.response_id = str(response.get("id") or "")
         await self.show()
-        if self.ticker is None:
-            self.ticker = asyncio.create_task(self._tick())
+        if self.warning is None:
+            self.warning = asyncio.create_task(self._warn_when_nobody_takes_it())
 
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(1)  # the timer's resolution, not coordination
+    async def _warn_when_nobody_takes_it(self) -> None:
+        left = self.created_at + QUEUED_WARNING_SECONDS - time.time()
+        await asyncio.sleep(max(0.0, left))  # a deadline to report, not coordination
+        if self.state == "queued":
             await self.show()
 
     async def show(self) -> None:
-        await self.turn.status(progress_line(self.state, time.time() - self.created_at, self.step))
+        waited = time.time() - self.created_at if self.state == "queued" else 0
+        line = progress_line(self.state, self.step, waited, self.turn.valves.worker_start)
+        if line != self.shown:
+            self.shown = line
+            await self.turn.status(line, response_id=self.response_id)
 
     async def finish(self, response: dict[str, Any]) -> None:
         self.stop()
@@ -833,9 +1257,9 @@ class _LiveStatus:
             await self.turn.status("Waiting for your review")
 
     def stop(self) -> None:
-        if self.ticker is not None:
-            self.ticker.cancel()
-            self.ticker = None
+        if self.warning is not None:
+            self.warning.cancel()
+            self.warning = None
 
 
 def answer_texts_of_item(item: dict[str, Any]) -> list[str]:

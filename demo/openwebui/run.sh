@@ -59,6 +59,13 @@ export ENABLE_OLLAMA_API=false
 export ENABLE_OPENAI_API="${OPENWEBUI_PLAIN_CONNECTION:-false}"
 export OPENAI_API_BASE_URL="$lgos_base_url" OPENAI_API_KEY="$lgos_api_key"
 
+# Enter while an answer is still running stops it and sends the new message, instead of
+# holding the message in a queue until the answer ends. A review card keeps its answer running:
+# a queued "approve" would be sent after the card was answered, as a new prompt. Sent at once,
+# the LGOS Pipe finds the review waiting and the text answers it. (A user may turn the queue
+# back on under Settings > Interface.)
+export DEFAULT_INTERFACE_SETTINGS="${DEFAULT_INTERFACE_SETTINGS:-{\"enableMessageQueue\": false\}}"
+
 # No generic suggestions ("fun fact about the Roman Empire"): each LGOS model brings its own
 # starter prompts (demo/starters.json, installed by sync.py).
 export DEFAULT_PROMPT_SUGGESTIONS="${DEFAULT_PROMPT_SUGGESTIONS:-[]}"

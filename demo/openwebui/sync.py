@@ -32,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 FUNCTION_ID = "lgos"  # Open WebUI names the models "<function id>.<LGOS model id>"
+# The "Answer now" button under the messages of graphs that ask for reviews: the Pipe's own
+# file installed a second time, without its Pipe class, so Open WebUI loads it as an Action.
+ACTION_ID = "lgos_review"
 PIPE_SOURCE = Path(__file__).with_name("lgos_pipe.py")
 STARTERS = Path(__file__).parents[1] / "starters.json"
 # The Pipe source marks where the per-graph setting valves go.
@@ -105,6 +108,15 @@ def lgos_models(lgos_url: str, lgos_key: str) -> list[dict[str, Any]]:
     return details
 
 
+def is_litellm(lgos_url: str, lgos_key: str) -> bool:
+    """Whether the URL is a LiteLLM proxy (it serves /model/info; LGOS does not)."""
+    try:
+        call("GET", f"{lgos_url}/model/info", token=lgos_key or None, timeout=10)
+    except (ApiError, OSError, ValueError):
+        return False
+    return True
+
+
 def settings_fields(models: list[dict[str, Any]]) -> str:
     """Python source of one optional UserValves field per distinct graph setting."""
     fields: dict[str, dict[str, Any]] = {}
@@ -121,6 +133,11 @@ def settings_fields(models: list[dict[str, Any]]) -> str:
     for key, field in sorted(fields.items()):
         schema = field["schema"]
         py_type = JSON_TYPES.get(schema.get("type", "string"), "str")
+        if py_type in ("int", "float"):
+            # Open WebUI draws a number valve as a text box and refuses a typo with a bare
+            # "Error updating function user valves", then runs with the old value. Kept as
+            # typed, the Pipe names the value and its range on the next message instead.
+            py_type = f"{py_type} | str"
         # Open WebUI shows the field's title above this text, so the title is not repeated.
         parts = [schema["description"].rstrip(". ")] if schema.get("description") else []
         if "minimum" in schema and "maximum" in schema:
@@ -160,14 +177,29 @@ def render_pipe(models: list[dict[str, Any]]) -> str:
     return rendered
 
 
+def render_action() -> str:
+    """The Pipe's file as an Action function: the same code, with the name `Pipe` removed
+    (Open WebUI takes a module that has a Pipe for a Pipe)."""
+    return (
+        PIPE_SOURCE.read_text()
+        + "\n\n# Installed as the Action function: no Pipe here.\ndel Pipe\n"
+    )
+
+
 def install_function(
-    url: str, token: str, content: str, valves: dict[str, Any], function_id: str = FUNCTION_ID
+    url: str,
+    token: str,
+    content: str,
+    valves: dict[str, Any] | None,
+    function_id: str = FUNCTION_ID,
+    name: str = "LGOS graphs",
+    description: str = "LangGraph graphs served by LGOS (Responses API)",
 ) -> None:
     form = {
         "id": function_id,
-        "name": "LGOS graphs",
+        "name": name,
         "content": content,
-        "meta": {"description": "LangGraph graphs served by LGOS (Responses API)"},
+        "meta": {"description": description},
     }
     try:
         existing = call("GET", f"{url}/api/v1/functions/id/{function_id}", token=token)
@@ -181,7 +213,8 @@ def install_function(
     # New functions start inactive; toggle flips the state, so only call it when needed.
     if not existing.get("is_active"):
         call("POST", f"{url}/api/v1/functions/id/{function_id}/toggle", token=token)
-    call("POST", f"{url}/api/v1/functions/id/{function_id}/valves/update", valves, token)
+    if valves is not None:
+        call("POST", f"{url}/api/v1/functions/id/{function_id}/valves/update", valves, token)
 
 
 def load_starters() -> dict[str, list[dict[str, str]]]:
@@ -201,6 +234,7 @@ def install_models(
     for model in models:
         lgos = model.get("lgos") or {}
         features = ", ".join(lgos.get("features") or []) or "chat"
+        reviews = "interrupts" in (lgos.get("features") or [])
         description = (
             lgos.get("description") or "LGOS graph without metadata (limited functionality)."
         )
@@ -212,6 +246,8 @@ def install_models(
                 "description": f"{description} [{features}]",
                 OWNER_MARK: True,
                 "capabilities": {"vision": False, "file_upload": False, "citations": True},
+                # "Answer now" under the messages of graphs that pause for a review.
+                "actionIds": [ACTION_ID] if reviews else [],
                 # The prompts offered on an empty chat with this model.
                 "suggestion_prompts": [
                     {"title": [entry["label"], entry["message"]], "content": entry["message"]}
@@ -273,6 +309,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--password", default="", help="admin password")
     parser.add_argument("--wait", type=float, default=120, help="seconds to wait for Open WebUI")
     parser.add_argument("--poll-interval", type=float, default=1.0, help="background poll interval")
+    parser.add_argument(
+        "--upstream-name",
+        default=None,
+        help="what --lgos-url is, in outage messages (default: the LiteLLM gateway when it "
+        "answers /model/info, else LGOS)",
+    )
+    parser.add_argument(
+        "--upstream-start", default="", help="the command that starts --lgos-url when it is down"
+    )
+    parser.add_argument(
+        "--worker-start",
+        default="just demo/worker",
+        help="the command that starts a background worker, named when no worker takes a run",
+    )
     args = parser.parse_args(argv)
 
     url = args.url.rstrip("/")
@@ -280,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     wait_until_up(url, args.wait)
     token = sign_in(url, args.email, args.password)
     models = lgos_models((args.catalog_url or lgos_url).rstrip("/"), args.lgos_key)
+    upstream = args.upstream_name or (
+        "the LiteLLM gateway" if is_litellm(lgos_url, args.lgos_key) else "LGOS"
+    )
     install_function(
         url,
         token,
@@ -288,8 +341,20 @@ def main(argv: list[str] | None = None) -> int:
             "base_url": lgos_url,
             "api_key": args.lgos_key,
             "poll_interval_seconds": args.poll_interval,
+            "upstream_name": upstream,
+            "upstream_start": args.upstream_start,
+            "worker_start": args.worker_start,
         },
         args.function_id,
+    )
+    install_function(
+        url,
+        token,
+        render_action(),
+        None,
+        ACTION_ID,
+        name="Answer now",
+        description="Opens the review card again for a review waiting in this chat",
     )
     installed = install_models(url, token, models, args.function_id)
     skip_whats_new(url, token)

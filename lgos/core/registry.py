@@ -72,6 +72,9 @@ class GraphConfig:
     server_tools: frozenset[str] = frozenset()
     client_tools: frozenset[str] = frozenset()
     recursion_limit: int = 100
+    # The graph is meant to run in the background (long work): UIs start it there unless the
+    # user says otherwise. Advertised as `lgos.background_by_default`; needs BACKGROUND.
+    background_by_default: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", frozenset(GraphFeature(f) for f in self.features))
@@ -79,6 +82,10 @@ class GraphConfig:
         object.__setattr__(self, "client_tools", frozenset(self.client_tools))
         if not self.description.strip():
             raise ConfigurationError("GraphConfig.description must not be empty")
+        if self.background_by_default and GraphFeature.BACKGROUND not in self.features:
+            raise ConfigurationError(
+                "GraphConfig.background_by_default needs the background feature"
+            )
         if self.client_settings is not None:
             if not (
                 isinstance(self.client_settings, type)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import gc
 import inspect
@@ -232,6 +233,7 @@ def create_app(
 
                 stack.enter_context(langfuse_tracing())
             resources = await stack.enter_async_context(open_resources(settings))
+            resources = dataclasses.replace(resources, app=app)
             registry = await stack.enter_async_context(open_registry(factory, resources))
             background = await stack.enter_async_context(
                 open_background(settings, registry, resources)

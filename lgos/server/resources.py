@@ -34,6 +34,9 @@ class ServerResources:
     events: ResponseEventLog | None = None
     # Stored Responses and Conversations (in memory when None).
     response_store: ResponseStore | None = None
+    # The FastAPI application being served, for a factory that adds routes of its own (None in
+    # `lgos worker`, which serves nothing).
+    app: Any = None
 
 
 @asynccontextmanager

@@ -42,3 +42,27 @@ async def test_unknown_route_gets_an_openai_error(http: httpx2.AsyncClient) -> N
     response = await http.get("/v1/files")
     assert response.status_code == 404
     assert set(response.json()["error"]) == {"message", "type", "param", "code"}
+
+
+def test_a_graph_meant_for_the_background_says_so() -> None:
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from lgos import ConfigurationError, GraphConfig, GraphFeature
+    from lgos.wire.models import model_object
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("noop", lambda state: {})
+    builder.add_edge(START, "noop")
+    builder.add_edge("noop", END)
+    graph = builder.compile()
+    long_work = GraphConfig(
+        graph=graph,
+        description="Long work",
+        features=frozenset({GraphFeature.BACKGROUND}),
+        background_by_default=True,
+    )
+    assert model_object("long", long_work, detail=False)["lgos"]["background_by_default"] is True
+    chat = GraphConfig(graph=graph, description="Chat")
+    assert model_object("chat", chat, detail=False)["lgos"]["background_by_default"] is False
+    with pytest.raises(ConfigurationError, match="background feature"):
+        GraphConfig(graph=graph, description="No engine", background_by_default=True)

@@ -15,7 +15,7 @@ import pytest
 from openai import AsyncOpenAI
 from openai.types.responses import Response
 
-from demo.corpus import default_corpus
+from demo.corpus import default_corpus, sentences
 from tests.demo.support import poll, review_calls, settings
 
 pytestmark = pytest.mark.anyio
@@ -47,14 +47,17 @@ def assert_citations_are_grounded(response: Response) -> list[str]:
     cited: list[str] = []
     for annotation in part.annotations:
         assert annotation.type == "url_citation"
-        assert annotation.url in TEXT_BY_URL
+        # The document's page, at the passage the claim quotes.
+        url, _, passage = annotation.url.partition("#passage-")
+        assert url in TEXT_BY_URL
         claim = text[annotation.start_index : annotation.end_index]
         assert claim
-        assert claim in TEXT_BY_URL[annotation.url]
+        assert claim in TEXT_BY_URL[url]
+        assert sentences(TEXT_BY_URL[url])[int(passage)] == claim
         marker = re.match(r" \[(\d+)\]", text[annotation.end_index :])
         assert marker is not None, text[annotation.end_index : annotation.end_index + 10]
-        assert f"{marker.group(1)}. [{annotation.title}]({annotation.url})" in text
-        cited.append(ID_BY_URL[annotation.url])
+        assert f"{marker.group(1)}. [{annotation.title}]({url})" in text
+        cited.append(ID_BY_URL[url])
     return cited
 
 
@@ -155,7 +158,7 @@ async def test_only_the_report_streams_and_tools_show_as_progress(client: AsyncO
     assert sum(line.startswith("Searching the corpus: ") for line in progress) == 2
     assert sum(line.startswith("Reading: ") for line in progress) == 2
     assert len(answer_part.annotations) == 2
-    urls = {a.url for a in answer_part.annotations if a.type == "url_citation"}
+    urls = {a.url.partition("#")[0] for a in answer_part.annotations if a.type == "url_citation"}
     assert len(urls) == 2
     assert urls <= set(TEXT_BY_URL)
 

@@ -9,6 +9,10 @@
 - `chromium_browser`: Debian's Chromium driven by Playwright, headless; `new_page` gives a
   context whose requests to anything but loopback are aborted (the page asks for CDN fonts and
   KaTeX css).
+
+Each service starts with its own deadline, outside any test's timeout (the tests time only their
+body), and one that does not start fails the first test that needs it, with its log, and skips
+the others (tests/support/started.py).
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.processes import Process, free_port, lgos
+from tests.support.processes import LGOS, Process, free_port, lgos
+from tests.support.started import StartFailure, require, start_once
 from tests.support.timings import Timings
 
 try:
@@ -87,6 +92,8 @@ class LgosServer:
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
         self.env = {**os.environ, "LGOS_BACKGROUND": background}
+        # The citations of deep-research open the corpus this server serves.
+        self.env["DEMO_CORPUS_URL"] = f"http://127.0.0.1:{self.port}/corpus"
         self.env.pop("LGOS_POSTGRES_URI", None)
         if postgres_uri:
             self.env["LGOS_POSTGRES_URI"] = postgres_uri
@@ -109,7 +116,7 @@ class LgosServer:
 
 
 @pytest.fixture(scope="session")
-def lgos_server(logs_dir: Path) -> Iterator[LgosServer | None]:
+def lgos_service(logs_dir: Path) -> Iterator[LgosServer | StartFailure | None]:
     """The real LGOS server (None when LGOS_CHAINLIT_TEST_BASE_URL names one already running)."""
     if os.environ.get("LGOS_CHAINLIT_TEST_BASE_URL"):
         yield None
@@ -118,42 +125,89 @@ def lgos_server(logs_dir: Path) -> Iterator[LgosServer | None]:
     durable = create_database(name)
     server = LgosServer(logs_dir / "lgos.log", f"{PG_ADMIN_URL}/{name}" if durable else None)
     try:
-        server.start()
-        yield server
+        started = start_once("lgos serve", server.start)
+        yield started if isinstance(started, StartFailure) else server
     finally:
         server.stop()
         if durable:
             drop_database(name)
 
 
+@pytest.fixture
+def lgos_server(lgos_service: LgosServer | StartFailure | None) -> LgosServer | None:
+    return require(lgos_service)
+
+
+class WorkerlessStack:
+    """An LGOS on DBOS with one real worker that a test stops: a run then stays queued, as
+    when every worker is down."""
+
+    def __init__(self, server: LgosServer, log: Path) -> None:
+        self.server = server
+        self.log = log
+        self.worker: Process | None = None
+
+    def start_worker(self) -> None:
+        command = [LGOS, "worker", "demo.registry:create_registry"]
+        self.worker = Process(command, env=self.server.env, log=self.log, name="lgos worker")
+        worker = self.worker
+        worker.wait_for(
+            lambda: any("worker.started" in line for line in worker.stdout), 240, "worker.started"
+        )
+
+    def stop_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.stop(grace=30)
+            self.worker = None
+
+
 @pytest.fixture(scope="session")
-def chainlit_without_worker(logs_dir: Path) -> Iterator[ChainlitApp]:
-    """Chainlit on an LGOS that queues background runs on DBOS but has no worker at all, so
-    a run stays queued: what a user sees when the workers are down."""
+def workerless_service(
+    logs_dir: Path,
+) -> Iterator[tuple[ChainlitApp, WorkerlessStack] | StartFailure]:
+    """Chainlit on an LGOS that queues background runs on DBOS, with a worker a test stops."""
     api_db = f"lgos_api_noworker_test_{secrets.token_hex(4)}"
     ui_db = f"lgos_chainlit_noworker_test_{secrets.token_hex(4)}"
     if not create_database(api_db):
         pytest.skip("psycopg is not installed: DBOS needs PostgreSQL")
     server = LgosServer(logs_dir / "lgos-noworker.log", f"{PG_ADMIN_URL}/{api_db}", "dbos")
+    stack = WorkerlessStack(server, logs_dir / "worker-noworker.log")
     app = ChainlitApp(
         server.base_url, f"{PG_ADMIN_URL}/{ui_db}", logs_dir / "chainlit-noworker.log"
     )
-    try:
+
+    def launch() -> None:
         server.start()
         app.start()
-        yield app
+
+    try:
+        started = start_once("Chainlit on DBOS", launch)
+        yield started if isinstance(started, StartFailure) else (app, stack)
     finally:
+        stack.stop_worker()
         app.stop()
         server.stop()
-        python = str(APP_DIR / ".venv" / "bin" / "python")
-        subprocess.run([python, str(APP_DIR / "setup_db.py"), "--drop", app.env["DATABASE_URL"]])
+        drop_chainlit_database(app.env["DATABASE_URL"])
         drop_database(api_db)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
+def chainlit_without_worker(
+    workerless_service: tuple[ChainlitApp, WorkerlessStack] | StartFailure,
+) -> tuple[ChainlitApp, WorkerlessStack]:
+    return require(workerless_service)
+
+
+@pytest.fixture
 def lgos_url(lgos_server: LgosServer | None) -> str:
     """OpenAI base URL of the LGOS server the Chainlit app talks to."""
     return lgos_server.base_url if lgos_server else os.environ["LGOS_CHAINLIT_TEST_BASE_URL"]
+
+
+def drop_chainlit_database(url: str) -> None:
+    python = APP_DIR / ".venv" / "bin" / "python"
+    if python.exists():
+        subprocess.run([str(python), str(APP_DIR / "setup_db.py"), "--drop", url], timeout=120)
 
 
 class ChainlitApp:
@@ -200,19 +254,26 @@ class ChainlitApp:
 
 
 @pytest.fixture(scope="session")
-def chainlit(lgos_url: str, logs_dir: Path) -> Iterator[ChainlitApp]:
+def chainlit_service(
+    lgos_service: LgosServer | StartFailure | None, logs_dir: Path
+) -> Iterator[ChainlitApp | StartFailure]:
+    if isinstance(lgos_service, StartFailure):
+        yield lgos_service
+        return
+    base_url = lgos_service.base_url if lgos_service else os.environ["LGOS_CHAINLIT_TEST_BASE_URL"]
     name = f"lgos_chainlit_test_{secrets.token_hex(4)}"
-    app = ChainlitApp(lgos_url, f"{PG_ADMIN_URL}/{name}", logs_dir / "chainlit.log")
+    app = ChainlitApp(base_url, f"{PG_ADMIN_URL}/{name}", logs_dir / "chainlit.log")
     try:
-        app.start()  # run.sh creates the database and its tables (setup_db.py)
-        yield app
+        started = start_once("Chainlit", app.start)  # run.sh creates the database (setup_db.py)
+        yield started if isinstance(started, StartFailure) else app
     finally:
         app.stop()
-        python = str(APP_DIR / ".venv" / "bin" / "python")
-        subprocess.run(
-            [python, str(APP_DIR / "setup_db.py"), "--drop", app.env["DATABASE_URL"]],
-            check=True,
-        )
+        drop_chainlit_database(app.env["DATABASE_URL"])
+
+
+@pytest.fixture
+def chainlit(chainlit_service: ChainlitApp | StartFailure) -> ChainlitApp:
+    return require(chainlit_service)
 
 
 @pytest.fixture(scope="session")
@@ -234,8 +295,10 @@ def chromium_browser(playwright: Any) -> Iterator[object]:
 def new_page(chromium_browser: object) -> Iterator[Callable[[], object]]:
     contexts = []
 
-    def make() -> object:
-        context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
+    def make(locale: str = "en-US") -> object:
+        context = chromium_browser.new_context(
+            viewport={"width": 1280, "height": 900}, locale=locale
+        )
         context.route(OFF_MACHINE, lambda route: route.abort())
         context.set_default_timeout(30_000)
         contexts.append(context)

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Locator, Page, expect
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
 
 WAITING = re.compile(r"Background run: Waiting for your review")
 COMPLETED = re.compile(r"Background run: Completed")
@@ -130,6 +130,20 @@ def chat(chainlit, new_page, logs_dir: Path, request: pytest.FixtureRequest) -> 
         print(f"failure screenshot: {shot}")
 
 
+@pytest.mark.parametrize(
+    ("locale", "label"),
+    [("de-DE", "Benutzername"), ("fr-FR", "Nom d'utilisateur"), ("ja", "ユーザー名")],
+)
+def test_the_login_asks_for_a_username_in_every_language(
+    chainlit, new_page, locale: str, label: str
+) -> None:
+    page = new_page(locale)
+    page.goto(chainlit.url)
+    # The demo logs in with a user name (demo), whatever the browser's language.
+    expect(page.get_by_text(label, exact=True)).to_be_visible()
+    expect(page.locator("#email")).to_have_attribute("placeholder", "demo")
+
+
 def test_simple_graph_streams_the_answer(chat: Chat, screenshot_dir: Path, timings) -> None:
     chat.pick_model("simple-graph")
     started = time.monotonic()
@@ -196,6 +210,20 @@ def test_integer_setting_outside_its_type_is_explained_and_not_used(
     expect(chat.page.get_by_role("dialog").locator("#words")).to_have_value("200")
 
 
+@pytest.mark.parametrize(
+    ("model", "on"),
+    [("background-mock", True), ("deep-research", True), ("background-interrupt", False)],
+)
+def test_run_in_background_is_on_for_the_graphs_meant_for_it(
+    chat: Chat, model: str, on: bool
+) -> None:
+    chat.pick_model(model)
+    chat.page.locator("#chat-settings-open-modal").click()
+    switch = chat.page.get_by_role("dialog").locator("#lgos_ui_background")
+    # Per graph, from its registration (lgos.background_by_default), not one global switch.
+    expect(switch).to_have_attribute("aria-checked", "true" if on else "false")
+
+
 def test_bounded_setting_shows_its_range(chat: Chat) -> None:
     chat.pick_model("background-mock")
     chat.page.locator("#chat-settings-open-modal").click()
@@ -236,10 +264,10 @@ def test_background_review_card(
     started = time.monotonic()
     chat.answer_review(choice)
     chat.expect_answered(choice.lower())
-    # The continuation ran in the background too and completed; the paused run's line says
-    # that its review was answered (never "Completed").
+    # The continuation ran in the background too, on the paused run's own status line: one
+    # line that ends "Completed", no second status bubble.
     expect(chat.page.get_by_text(COMPLETED)).to_have_count(1)
-    expect(chat.page.get_by_text("Background run: Review answered")).to_have_count(1)
+    expect(chat.page.get_by_text(re.compile(r"^Background run:"))).to_have_count(1)
     expect(chat.page.get_by_text(outcome, exact=True)).to_have_count(count)
     timings.record("approve → report" if choice == "Approve" else "reject → answer", started)
     # No extra bubble repeats the answer: the card holds it.
@@ -281,24 +309,81 @@ def test_dismissing_a_review_leaves_it_pending(chat: Chat, screenshot_dir: Path)
     expect(chat.page.get_by_text("Published 'Dismiss me'.")).to_be_visible()
 
 
-def test_refused_answer_shows_the_graph_message_and_asks_again(
-    chat: Chat, screenshot_dir: Path
+@pytest.mark.parametrize("background", [True, False], ids=["background", "foreground"])
+def test_a_refused_answer_reads_refused_under_the_message_and_asks_again(
+    chat: Chat, screenshot_dir: Path, background: bool
 ) -> None:
     chat.pick_model("background-interrupt")
-    chat.change_settings(background=True, slider="min")
+    chat.change_settings(background=background, slider="min")
     chat.send("Typo check")
-    expect(chat.page.get_by_text(WAITING)).to_have_count(1)
+    card = chat.card()
+    expect(card).to_have_attribute("data-state", "pending")
     # A typed answer goes to the waiting review; the graph takes only approve or reject.
     chat.page.fill("#chat-input", "maybe")
     chat.page.locator("#chat-submit").click()
-    card = chat.card()
-    # The graph's own words.
+    # The graph's own words, on the card and as the reply under the typed answer.
     expect(card.get_by_role("alert")).to_contain_text("'approve' or 'reject'")
+    reply = chat.page.get_by_text(re.compile(r"Not accepted: .*'approve' or 'reject'"))
+    expect(reply).to_be_visible()
+    typed = chat.page.get_by_text("maybe", exact=True).last
+    assert reply.bounding_box()["y"] > typed.bounding_box()["y"]  # type: ignore[index]
+    # Still waiting: never "answered", never a failed run.
     expect(card).to_have_attribute("data-state", "pending")
-    chat.shot(screenshot_dir, "review-refused")
+    expect(chat.page.get_by_text(re.compile("Review answered"))).to_have_count(0)
+    expect(chat.page.get_by_text(re.compile(r"Failed|The run failed"))).to_have_count(0)
+    if background:
+        expect(chat.page.get_by_text(WAITING)).to_have_count(1)
+        chat.shot(screenshot_dir, "review-refused")
     chat.answer_review("Approve")
     chat.expect_answered("approve")
     expect(chat.page.get_by_text("Background report for: Typo check", exact=True)).to_have_count(2)
+
+
+def test_always_approve_answers_the_next_question_of_its_kind(
+    chat: Chat, screenshot_dir: Path
+) -> None:
+    chat.pick_model("interruptible-approval")
+    chat.send("First plan")
+    card = chat.card()
+    # The graph declares the kind of question ("publishing") and the choice a reviewer may
+    # make standing: the card offers it next to the graph's own choices.
+    always = card.get_by_role("button", name="Always approve (publishing) in this chat")
+    expect(always).to_be_visible()
+    chat.shot(screenshot_dir, "review-always")
+    always.click()
+    expect(chat.page.get_by_text("Published 'First plan'.")).to_be_visible()
+    # The next question of that kind in this chat is answered at once, and says how.
+    chat.send("Second plan")
+    expect(chat.page.get_by_text("Published 'Second plan'.")).to_be_visible()
+    expect(chat.card()).to_have_attribute("data-state", "answered")
+    expect(chat.card().locator("[data-role=decision]")).to_contain_text(
+        "approve (always, in this chat)"
+    )
+
+
+def test_a_new_chat_lists_the_reviews_waiting_elsewhere(chat: Chat, screenshot_dir: Path) -> None:
+    chat.pick_model("interruptible-approval")
+    chat.send("Inbox item")
+    expect(chat.card()).to_have_attribute("data-state", "pending")
+    waiting_thread = chat.page.url
+    # A new chat: the side panel lists the waiting review, and its link opens that chat at
+    # its card, still pending.
+    chat.page.goto(chat.url)
+    inbox = chat.page.get_by_text(re.compile(r"Waiting for your review \(\d+\)"))
+    expect(inbox).to_be_visible()
+    link = chat.page.locator("#side-view-content").get_by_role("link", name="Inbox item")
+    expect(link).to_be_visible()
+    chat.shot(screenshot_dir, "review-inbox")
+    with chat.page.context.expect_page() as opened:
+        link.click()
+    other = Chat(opened.value, chat.url)
+    expect(other.page).to_have_url(waiting_thread)
+    expect(other.card()).to_have_attribute("data-state", "pending")
+    expect(other.card().locator("[data-role=question]")).to_have_text(
+        "Approve publishing 'Inbox item'?"
+    )
+    other.answer_review("Approve")
+    other.expect_answered("approve")
 
 
 def test_deep_research_plan_card_then_cited_report(
@@ -326,10 +411,22 @@ def test_deep_research_plan_card_then_cited_report(
     checked = set()
     for chip in chips.all():
         number = int((chip.text_content() or "").strip("[]"))
-        assert chip.get_attribute("href") == documents[number - 1], number
+        # Document n of the list, at the passage the claim cites.
+        document, _, passage = str(chip.get_attribute("href")).partition("#passage-")
+        assert document == documents[number - 1], number
+        assert passage.isdigit(), chip.get_attribute("href")
         checked.add(number)
     assert len(checked) >= 2, checked
     chat.shot(screenshot_dir, "deep-research")
+    # A chip opens the page of its document, scrolled to the cited passage and marked.
+    chip = chips.first
+    claim = chip.locator("xpath=..").inner_text().split(f"[{chip.inner_text().strip('[]')}]")[0]
+    with chat.page.context.expect_page() as opened:
+        chip.click()
+    page = opened.value
+    page.wait_for_load_state("domcontentloaded")
+    expect(page.locator(":target")).to_be_in_viewport()
+    assert page.locator(":target").inner_text() in claim
 
 
 def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path, timings) -> None:
@@ -349,20 +446,28 @@ def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path, timings
     chat.shot(screenshot_dir, "stop-background")
 
 
-def test_timer_counts_while_no_worker_takes_the_run(
+def test_a_stopped_worker_is_named_with_the_command_that_starts_one(
     chainlit_without_worker, new_page, screenshot_dir: Path
 ) -> None:
-    chat = Chat(new_page(), chainlit_without_worker.url)
+    app, stack = chainlit_without_worker
+    stack.start_worker()
+    chat = Chat(new_page(), app.url)
     chat.login()
     chat.pick_model("background-mock")
-    chat.change_settings(background=True)
+    chat.change_settings(background=True, slider="min")
+    chat.send("While the worker runs")
+    expect(chat.page.get_by_text("Background report for: While the worker runs")).to_be_visible()
+    # The worker stops (as after a crash or `just demo/down`): the next run waits in the queue.
+    stack.stop_worker()
     chat.send("Nobody home")
     status = chat.page.get_by_text(re.compile(r"Background run: Queued \((\d+) s\)"))
     expect(status).to_be_visible()
     # The timer counts from the Response's created_at, so it moves while the run waits...
     expect(status).to_contain_text(re.compile(r"Queued \(([3-9]|\d\d+) s\)"))
-    # ...and the line says why nothing happens.
-    expect(status).to_contain_text(re.compile(r"no worker has picked this up for \d+ s"))
+    # ...and the line says why nothing happens, and what fixes it.
+    expect(status).to_contain_text(
+        re.compile(r"no worker has taken this run for \d+ s: start one with just demo/worker")
+    )
     chat.shot(screenshot_dir, "queued-no-worker")
     chat.page.locator("#stop-button").click()
     expect(chat.page.get_by_text(re.compile(r"Background run: Cancelled"))).to_be_visible()

@@ -138,8 +138,9 @@ def test_background_status_is_readable() -> None:
     assert ui.status_line("in_progress", 12) == "Background run: **In progress** (12 s)"
     assert ui.status_line("cancelled", 40) == "Background run: **Cancelled** after 40 s"
     # A long wait in the queue says why: no worker took the run.
-    assert ui.status_line("queued", 25) == (
-        "Background run: **Queued** (25 s) · no worker has picked this up for 25 s"
+    assert ui.status_line("queued", 25, worker_start="just demo/worker") == (
+        "Background run: **Queued** (25 s) · no worker has taken this run for 25 s: "
+        "start one with `just demo/worker`"
     )
     assert ui.status_line("in_progress", 3, step="Reading") == (
         "Background run: **In progress** (3 s) · Reading"

@@ -16,7 +16,7 @@ from typing import Any
 
 from playwright.sync_api import Page
 
-from tests.support.processes import Process, free_port
+from tests.support.processes import LGOS, Process, free_port
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -79,6 +79,34 @@ def screenshot(page: Page, flow: str) -> None:
     )
 
 
+@dataclass
+class IdleStack:
+    """An LGOS on DBOS whose one worker a test starts and stops (`lgos_idle_*` Pipes)."""
+
+    server: Process
+    env: dict[str, str]
+    log: Path
+    worker: Process | None = None
+
+    def start_worker(self) -> None:
+        command = [LGOS, "worker", "demo.registry:create_registry"]
+        self.worker = Process(command, env=self.env, cwd=REPO, log=self.log, name="lgos worker")
+        self.worker.wait_for(
+            lambda: any("worker.started" in line for line in self.worker.stdout),  # type: ignore[union-attr]
+            timeout=240,
+            what="worker.started",
+        )
+
+    def stop_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.stop(grace=30)
+            self.worker = None
+
+    def stop(self) -> None:
+        self.stop_worker()
+        self.server.stop(grace=20)
+
+
 class OpenWebUI:
     """The session's Open WebUI process, which a test may restart on the same port and data."""
 
@@ -96,6 +124,9 @@ class OpenWebUI:
     def _start(self) -> Process:
         log = self.data / "openwebui.log"
         return start([str(OPENWEBUI_DIR / "run.sh")], log, self.env, f"{self.url}/health")
+
+    def log_tail(self, lines: int = 80) -> str:
+        return self.process.output(lines)
 
     def restart(self) -> None:
         self.process.stop(grace=20)

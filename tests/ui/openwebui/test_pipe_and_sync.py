@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
 from owui_support import OPENWEBUI_DIR, http_json
 
 
@@ -92,13 +93,29 @@ def test_sync_writes_one_optional_valve_per_setting() -> None:
 def test_sources_follow_the_report_numbers() -> None:
     text = "Kites fly [2]. Costs fall [1]."
     annotations = [
-        {"type": "url_citation", "url": "https://c", "title": "Costs", "end_index": 25},
-        {"type": "url_citation", "url": "https://k", "title": "Kites", "end_index": 9},
+        {
+            "type": "url_citation",
+            "url": "https://c",
+            "title": "Costs",
+            "start_index": 15,
+            "end_index": 25,
+        },
+        {
+            "type": "url_citation",
+            "url": "https://k",
+            "title": "Kites",
+            "start_index": 0,
+            "end_index": 9,
+        },
     ]
     part = {"type": "output_text", "text": text, "annotations": annotations}
     response = {"output": [{"type": "message", "content": [part]}]}
     # Open WebUI's chip [n] opens the n-th source it was given: source n must be document n.
-    assert pipe.numbered_sources(response) == [(1, "Costs", "https://c"), (2, "Kites", "https://k")]
+    # Each with the passage it cites, what the source's popup shows.
+    assert pipe.numbered_sources(response) == [
+        (1, "Costs", "https://c", "Costs fall"),
+        (2, "Kites", "https://k", "Kites fly"),
+    ]
 
 
 def test_gateway_wrapped_error_shows_the_lgos_message() -> None:
@@ -120,14 +137,33 @@ def test_gateway_wrapped_error_shows_the_lgos_message() -> None:
     assert param == "metadata.lgos_settings"
 
 
-def test_progress_line_says_when_no_worker_takes_the_run() -> None:
-    assert pipe.progress_line("queued", 1.5) == "Queued (1 s)"
-    assert pipe.progress_line("queued", 12) == (
-        "Queued (12 s) · no worker has picked this up for 12 s"
+def test_progress_line_is_a_state_that_names_the_worker_fix() -> None:
+    # No clock in the line: each new line is kept in the message's status history.
+    assert pipe.progress_line("queued", waited=1.5) == "Queued"
+    assert pipe.progress_line("queued", waited=12, worker_start="just demo/worker") == (
+        "Queued for 12 s: no worker has taken this run. Start one with `just demo/worker`."
     )
-    assert pipe.progress_line("in_progress", 4, "Reading") == "Running (4 s) · Reading"
+    assert pipe.progress_line("in_progress", "Reading") == "Running · Reading"
 
 
+def test_a_waiting_review_is_asked_once_and_answered_in_words() -> None:
+    call = {
+        "call_id": "c1",
+        "arguments": json.dumps(
+            {"question": "Approve it?", "choices": ["approve", "reject"], "report": "R"}
+        ),
+    }
+    review = pipe.Review("resp_1", [call])
+    # The card asks the question; the message shows only what is reviewed...
+    assert "Approve it?" not in review.card_markdown()
+    assert "R" in review.card_markdown()
+    # ...until the card is gone: then the message asks it, with the ways to answer.
+    assert "Approve it?" in review.waiting_note()
+    assert "Answer now" in review.waiting_note()
+    assert pipe.Review.from_json(review.as_json()).calls == [call]
+
+
+@pytest.mark.timeout(600, func_only=True)
 def test_sync_again_keeps_function_and_models(
     openwebui_url: str, lgos_url: str, admin_token: str
 ) -> None:

@@ -16,13 +16,18 @@ export default function ReviewCard() {
   const state = props.state || "pending";
   const busy = clicked || state === "sending";
 
-  async function send(answer) {
+  async function send(answer, always = false) {
     if (!answer.trim() || busy) return;
     setClicked(true);
     try {
       await callAction({
         name: "lgos_review",
-        payload: { response_id: props.response_id, call_id: props.call_id, answer: answer.trim() },
+        payload: {
+          response_id: props.response_id,
+          call_id: props.call_id,
+          answer: answer.trim(),
+          always,
+        },
       });
     } finally {
       setClicked(false);
@@ -71,6 +76,11 @@ export default function ReviewCard() {
                 {label(choice)}
               </Button>
             ))}
+            {props.always ? (
+              <Button variant="ghost" disabled={busy} onClick={() => send(props.always, true)}>
+                {props.always_label}
+              </Button>
+            ) : null}
           </div>
           {props.free_text ? (
             <div className="flex gap-2 items-end">
