@@ -888,7 +888,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from dbos import DBOS
 
-    from lgos.integrations.dbos import _sqlalchemy_url
+    from lgos.integrations.dbos import sqlalchemy_url
 
     began, load_before = time.time(), os.getloadavg()[0]
     with ExitStack() as stack:
@@ -900,7 +900,7 @@ def main(argv: list[str] | None = None) -> int:
             engine: stack.enter_context(lgos_deployment(engine, stack, hatchet_env))
             for engine in engines
         }
-        floor_url = _sqlalchemy_url(stack.enter_context(database()))
+        floor_url = sqlalchemy_url(stack.enter_context(database()))
         DBOS.migrate(floor_url)
         # The engine + graph floor's checkpoints go where the checkpoint floor's do (the
         # benchmark sets up the saver's tables there before any job runs).

@@ -71,7 +71,7 @@ class StoredConversation(BaseModel):
 @runtime_checkable
 class ResponseStore(Protocol):
     """Where stateful Responses live. Implementations: in memory (one process) and
-    PostgreSQL (`lgos.integrations.postgres_stored`)."""
+    PostgreSQL (`lgos.integrations.postgres.stored`)."""
 
     @property
     def events(self) -> ResponseEventLog:

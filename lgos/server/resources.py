@@ -43,7 +43,7 @@ class ServerResources:
 async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResources]:
     if settings.POSTGRES_URI:
         from lgos.integrations.postgres import open_postgres
-        from lgos.integrations.postgres_stored import PostgresResponseStore
+        from lgos.integrations.postgres.stored import PostgresResponseStore
 
         async with open_postgres(
             settings.POSTGRES_URI, pool_size=settings.POSTGRES_POOL_SIZE

@@ -144,7 +144,7 @@ class Deployment:
 
         from psycopg_pool import AsyncConnectionPool
 
-        from lgos.integrations.postgres_stored import PostgresResponseStore
+        from lgos.integrations.postgres.stored import PostgresResponseStore
         from lgos.run.expiry import expire_stored_responses
 
         async with await psycopg.AsyncConnection.connect(self.uri, autocommit=True) as conn:

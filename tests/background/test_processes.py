@@ -21,7 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from lgos.core.errors import ConfigurationError
 from lgos.integrations import hatchet as hatchet_integration
-from lgos.integrations.dbos import DBOSBackgroundBackend, _sqlalchemy_url
+from lgos.integrations.dbos import DBOSBackgroundBackend, sqlalchemy_url
 from lgos.integrations.postgres import PostgresResponseEventLog
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.wire import ids
@@ -194,7 +194,7 @@ async def test_retention_deletes_finished_runs(dbos_only: Deployment) -> None:
     ]
     streamed_id = ids.parse_run_response_id(streamed[0].response.id)
     assert streamed_id is not None
-    engine = DBOSClient(system_database_url=_sqlalchemy_url(workers.uri), application_name="lgos")
+    engine = DBOSClient(system_database_url=sqlalchemy_url(workers.uri), application_name="lgos")
     pool = AsyncConnectionPool(
         workers.uri, min_size=1, max_size=1, kwargs={"autocommit": True}, open=False
     )

@@ -20,9 +20,9 @@ from lgos.integrations.dbos import LEASE_LOST_EXIT_STATUS
 
 CHILD = """
 import os, signal, sys, threading
-from lgos.integrations.dbos import _WakeGuard
+from lgos.integrations.dbos.wake_guard import WakeGuard
 
-guard = _WakeGuard(lambda: {lost})
+guard = WakeGuard(lambda: {lost})
 # Idle threads, like a worker's pools: the kernel must not hand them the SIGCONT, or the main
 # thread would run on before the handler does.
 idle = threading.Event()

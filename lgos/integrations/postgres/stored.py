@@ -1,6 +1,6 @@
 """Stored Responses and Conversations in PostgreSQL, on the server's pool.
 
-Tables (created by `lgos.integrations.postgres` migrations): `lgos_responses` (one JSON record
+Tables (created by `lgos.integrations.postgres.migrations`): `lgos_responses` (one JSON record
 per Response), `lgos_deleted_responses` (ids deleted before their background run ended),
 `lgos_conversations`, `lgos_conversation_items` (ordered by a sequence), `lgos_threads` (when
 each kept LangGraph thread was last used) and the shared `lgos_response_events` log. Every
@@ -17,7 +17,7 @@ from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
 from lgos.core.stored import Order, StoredConversation, StoredResponse
-from lgos.integrations.postgres import PostgresResponseEventLog
+from lgos.integrations.postgres.events import PostgresResponseEventLog
 
 
 class PostgresResponseStore:

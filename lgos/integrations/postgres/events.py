@@ -1,0 +1,199 @@
+"""The event log of streamed background Responses, in table `lgos_response_events`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import tuple_row
+from psycopg.types.json import Jsonb
+
+from lgos.integrations.postgres.pool import Pool
+
+logger = logging.getLogger("lgos.postgres")
+
+# How often a reader of a PostgreSQL event log re-reads it while its process cannot listen
+# for notifications (its LISTEN session is being re-established).
+_EVENT_POLL_SECONDS = 0.1
+_EVENTS_CHANNEL = "lgos_response_events"
+_LISTEN_RETRY_SECONDS = 0.5
+_LISTEN_RETRY_MAX_SECONDS = 5.0
+# One statement inserts the events and notifies their readers, so a notification goes out
+# exactly when events it announces are committed (and only when some were new).
+_APPEND_EVENTS = f"""
+WITH added AS (
+    INSERT INTO lgos_response_events (run_id, sequence_number, event)
+    SELECT %(run_id)s, number, event
+    FROM unnest(%(numbers)s::integer[], %(events)s::jsonb[]) AS batch(number, event)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+SELECT pg_notify('{_EVENTS_CHANNEL}', %(run_id)s) WHERE EXISTS (SELECT FROM added)
+"""
+
+
+class PostgresResponseEventLog:
+    """The log in table `lgos_response_events` (created by LGOS's migrations) on the server's
+    pool.
+
+    Every append notifies channel `lgos_response_events` with the run id, in the statement
+    that inserts the events (so the notification goes out when they are committed). A process
+    that tails streams listens on one connection of its own, opened at its first wait, and
+    wakes the tails of the run it hears about: an event reaches its readers a round trip after
+    it was written, and an idle tail costs no queries. While that connection is down (a
+    database restart) the tails poll every `poll_interval` until it is back.
+    """
+
+    def __init__(self, pool: Pool, poll_interval: float = _EVENT_POLL_SECONDS) -> None:
+        self.pool = pool
+        self.poll_interval = poll_interval
+        self._listener: _EventListener | None = None
+
+    async def append(self, run_id: str, events: Sequence[dict[str, Any]]) -> None:
+        if not events:
+            return
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                _APPEND_EVENTS,
+                {
+                    "run_id": run_id,
+                    "numbers": [int(event["sequence_number"]) for event in events],
+                    "events": [Jsonb(event) for event in events],
+                },
+            )
+
+    async def read(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                "SELECT event FROM lgos_response_events "
+                "WHERE run_id = %s AND sequence_number > %s ORDER BY sequence_number",
+                (run_id, after),
+            )
+            return [row[0] for row in await cur.fetchall()]
+
+    async def last(self, run_id: str) -> dict[str, Any] | None:
+        async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                "SELECT event FROM lgos_response_events WHERE run_id = %s "
+                "ORDER BY sequence_number DESC LIMIT 1",
+                (run_id,),
+            )
+            row = await cur.fetchone()
+        return None if row is None else dict(row[0])
+
+    async def wait(self, run_id: str, after: int, patience: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + patience
+        if self._listener is None:
+            # The pool's own connection string (a pool opened with a callable one gives None:
+            # its listener then never connects, and tails poll).
+            conninfo = self.pool.conninfo
+            self._listener = _EventListener(conninfo if isinstance(conninfo, str) else None)
+        listener = self._listener
+        listener.start()
+        with listener.waiting(run_id) as woken:
+            # Checked once the waiter is in place: an event written between the caller's last
+            # read and now sent its notification before anyone listened for it.
+            while not await self._has_events_after(run_id, after):
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return
+                timeout = remaining if listener.listening else min(remaining, self.poll_interval)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), timeout)
+                if woken.is_set():
+                    return  # notified (or the listener changed state): the caller reads
+
+    async def _has_events_after(self, run_id: str, after: int) -> bool:
+        async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                "SELECT 1 FROM lgos_response_events "
+                "WHERE run_id = %s AND sequence_number > %s LIMIT 1",
+                (run_id, after),
+            )
+            return await cur.fetchone() is not None
+
+    async def close(self) -> None:
+        """Stop listening (the pool's owner calls this before closing the pool)."""
+        if self._listener is not None:
+            await self._listener.stop()
+            self._listener = None
+
+    async def delete(self, run_ids: Iterable[str]) -> None:
+        ids = list(run_ids)
+        if not ids:
+            return
+        async with self.pool.connection() as conn, conn.cursor() as cur:
+            await cur.execute("DELETE FROM lgos_response_events WHERE run_id = ANY(%s)", (ids,))
+
+
+class _EventListener:
+    """One LISTEN session per process, shared by every tail: wakes the waiters of the run a
+    notification names. It reconnects by itself; while it is away `listening` is False, and
+    every waiter is woken whenever that changes, so none sleeps through the gap."""
+
+    def __init__(self, conninfo: str | None) -> None:
+        self.conninfo = conninfo
+        self.listening = False
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self.conninfo is not None and (self._task is None or self._task.done()):
+            self._task = asyncio.create_task(self._listen(), name="lgos-event-listener")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    @contextmanager
+    def waiting(self, run_id: str) -> Iterator[asyncio.Event]:
+        woken = asyncio.Event()
+        waiters = self._waiters.setdefault(run_id, set())
+        waiters.add(woken)
+        try:
+            yield woken
+        finally:
+            waiters.discard(woken)
+            if not waiters:
+                self._waiters.pop(run_id, None)
+
+    def _wake(self, run_id: str) -> None:
+        for woken in self._waiters.get(run_id, ()):
+            woken.set()
+
+    def _wake_all(self) -> None:
+        for waiters in self._waiters.values():
+            for woken in waiters:
+                woken.set()
+
+    async def _listen(self) -> None:
+        assert self.conninfo is not None
+        pause = _LISTEN_RETRY_SECONDS
+        while True:
+            try:
+                async with await AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {_EVENTS_CHANNEL}")
+                    self.listening = True
+                    self._wake_all()  # events written while we were deaf: read them now
+                    pause = _LISTEN_RETRY_SECONDS
+                    async for notification in conn.notifies():
+                        self._wake(notification.payload)
+            except Exception as error:
+                logger.warning(
+                    "events.listen_failed", extra={"error.type": type(error).__qualname__}
+                )
+            finally:
+                if self.listening:
+                    self.listening = False
+                    self._wake_all()  # back to polling until the session is back
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _LISTEN_RETRY_MAX_SECONDS)

@@ -1,0 +1,81 @@
+"""The connection pool every PostgreSQL-backed part of a process shares, and the check that
+keeps a database restart from failing the requests and runs that draw its dead connections."""
+
+from __future__ import annotations
+
+import asyncio
+import select
+from typing import Any
+
+from psycopg import AsyncConnection, pq
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+
+Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
+
+
+def new_pool(uri: str, size: int) -> Pool:
+    """A pool of `size` connections (not yet open) as LangGraph's saver and store expect them."""
+    idle_check = _IdleCheck()
+    pool: Pool = AsyncConnectionPool(
+        uri,
+        min_size=size,
+        max_size=size,
+        kwargs=_connection_kwargs(),
+        # Each checkout is checked first (a round trip only when the server said something to
+        # the idle session), so connections a database restart killed are replaced instead of
+        # failing the request or run that drew them.
+        check=lambda conn: idle_check(pool, conn),
+        open=False,
+        name="lgos",
+    )
+    return pool
+
+
+def _connection_kwargs() -> dict[str, Any]:
+    return {
+        # LangGraph's migrations use CREATE INDEX CONCURRENTLY (not allowed in a transaction),
+        # and every checkpoint write should commit on its own.
+        "autocommit": True,
+        # What LangGraph's saver and store expect from the connections they are given.
+        "row_factory": dict_row,
+        # Prepare statements on first use (LangGraph's documented value). Transaction-mode
+        # poolers (PgBouncer, Supavisor) are unsupported anyway: leases are session locks.
+        "prepare_threshold": 0,
+    }
+
+
+class _IdleCheck:
+    """psycopg_pool's check, only when the idle session has heard from the server; plus: when
+    one idle connection is dead, check them all.
+
+    A session the server ended (a restart, `pg_terminate_backend`) is told so: the server
+    sends its FATAL notice and closes the socket, which makes the idle socket readable. A
+    silent socket is a live session as far as a round trip could tell, so it is handed out
+    without one (a checkout used to cost a `SELECT` round trip: a third of a review's
+    queries). After a database restart every idle connection is dead, and the pool tries them
+    one by one with a growing pause between tries (1 s, 2 s, 4 s ...): with ten of them a
+    request times out before reaching a live one. Sweeping the idle ones at the first failure
+    replaces them all.
+    """
+
+    def __init__(self) -> None:
+        # The sweeps under way (the event loop keeps only weak references to tasks).
+        self._sweeps: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, pool: Pool, conn: AsyncConnection[DictRow]) -> None:
+        if conn.pgconn.status == pq.ConnStatus.OK and not _readable(conn.pgconn.socket):
+            return
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except Exception:
+            sweep = asyncio.create_task(pool.check())
+            self._sweeps.add(sweep)
+            sweep.add_done_callback(self._sweeps.discard)
+            raise
+
+
+def _readable(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+    return bool(poller.poll(0))

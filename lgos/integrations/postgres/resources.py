@@ -1,0 +1,80 @@
+"""`open_postgres`: the pool, migrated, and everything LGOS keeps on it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.store.postgres.aio import AsyncPostgresStore
+
+from lgos.core.errors import ConfigurationError
+from lgos.integrations.postgres.coordinator import PostgresRunCoordinator
+from lgos.integrations.postgres.events import PostgresResponseEventLog
+from lgos.integrations.postgres.migrations import apply_migrations
+from lgos.integrations.postgres.pool import Pool, new_pool
+
+logger = logging.getLogger("lgos.postgres")
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresResources:
+    """What `open_postgres` yields: one pool and everything LGOS keeps on it."""
+
+    pool: Pool
+    checkpointer: AsyncPostgresSaver
+    store: AsyncPostgresStore
+    run_coordinator: PostgresRunCoordinator
+    events: PostgresResponseEventLog
+
+
+@asynccontextmanager
+async def open_postgres(uri: str, *, pool_size: int) -> AsyncIterator[PostgresResources]:
+    """Open the pool, migrate under an advisory lock, and yield PostgreSQL-backed resources."""
+    if not uri:
+        raise ConfigurationError("LGOS_POSTGRES_URI is not set")
+    if pool_size < 2:
+        raise ConfigurationError(
+            "LGOS_POSTGRES_POOL_SIZE must be at least 2: a run holds one connection for its "
+            "lease and needs another to write its checkpoints"
+        )
+    pool = new_pool(uri, pool_size)
+    await pool.open(wait=True)
+    try:
+        coordinator = PostgresRunCoordinator(pool)
+        saver = AsyncPostgresSaver(pool)  # no pipeline: each call takes its own connection
+        # The saver serializes all its I/O through one asyncio.Lock per instance (LangGraph
+        # #7259), needed only for a single shared connection. On a pool each call checks out
+        # its own connection, so let as many run as the connections leases leave free.
+        saver.lock = asyncio.Semaphore(max(1, pool_size - coordinator.max_leases))  # type: ignore[assignment]
+        store = AsyncPostgresStore(pool)
+        events = PostgresResponseEventLog(pool)
+        try:
+            await apply_migrations(pool, saver, store)
+            logger.info(
+                "postgres.ready",
+                extra={"pool_size": pool_size, "max_leases": coordinator.max_leases},
+            )
+            yield PostgresResources(
+                pool=pool,
+                checkpointer=saver,
+                store=store,
+                run_coordinator=coordinator,
+                events=events,
+            )
+        finally:
+            await events.close()
+            _stop_store_batcher(store)
+    finally:
+        await pool.close()
+
+
+def _stop_store_batcher(store: AsyncPostgresStore) -> None:
+    # The store batches operations in a task it starts itself and only cancels when garbage
+    # collected; cancel it before the pool closes so it cannot run against a closed pool.
+    task = getattr(store, "_task", None)
+    if task is not None:
+        task.cancel()
