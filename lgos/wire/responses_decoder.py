@@ -446,32 +446,53 @@ def _conversation(
         items = items[offset:]
         tail_start -= offset
         offset = 0
-    first_message = min(replay_from, offset)
-    answers: dict[str, str] | None = None
-    if tail_start < len(items):
-        answers = {}
-        for index in range(tail_start, len(items)):
-            item = items[index]
-            if isinstance(item, FunctionCallOutputItem):
-                if item.call_id in answers:
-                    raise InvalidRequestError(
-                        f"Invalid 'input[{index}].call_id': answered twice.",
-                        param=f"input[{index}].call_id",
-                        code="invalid_value",
-                    )
-                answers[item.call_id] = _output_text(item)
-        if not answers:
-            raise InvalidRequestError(
-                "The input ends with lgos_interrupt calls but no answers: add one "
-                "function_call_output per call.",
-                param="input",
-                code="invalid_value",
-            )
+    answers = _resume_answers(items, tail_start)
+    messages.extend(
+        _item_messages(items[:tail_start], offset=offset, first_message=min(replay_from, offset))
+    )
+    if answers is None and all(isinstance(message, SystemMessage) for message in messages):
+        raise InvalidRequestError(
+            "The input has no message for the graph.", param="input", code="invalid_value"
+        )
+    return tuple(messages), answers
 
+
+def _resume_answers(items: list[Any], tail_start: int) -> dict[str, str] | None:
+    """The answers (call id to text) in the resume tail `items[tail_start:]`; None without one."""
+    if tail_start >= len(items):
+        return None
+    answers: dict[str, str] = {}
+    for index in range(tail_start, len(items)):
+        item = items[index]
+        if isinstance(item, FunctionCallOutputItem):
+            if item.call_id in answers:
+                raise InvalidRequestError(
+                    f"Invalid 'input[{index}].call_id': answered twice.",
+                    param=f"input[{index}].call_id",
+                    code="invalid_value",
+                )
+            answers[item.call_id] = _output_text(item)
+    if not answers:
+        raise InvalidRequestError(
+            "The input ends with lgos_interrupt calls but no answers: add one "
+            "function_call_output per call.",
+            param="input",
+            code="invalid_value",
+        )
+    return answers
+
+
+def _item_messages(items: list[Any], *, offset: int, first_message: int) -> list[BaseMessage]:
+    """LangChain messages for input items, every function_call answered by an output after it.
+
+    Items before `first_message` are only checked (the graph's checkpoint has them already);
+    error params count from `offset`, where the request's own input starts.
+    """
+    messages: list[BaseMessage] = []
     pending_calls: list[Any] = []
     calls_by_id: dict[str, str] = {}
     answered: set[str] = set()
-    for index, item in enumerate(items[:tail_start]):
+    for index, item in enumerate(items):
         param = f"input[{index - offset}]"
         if isinstance(item, FunctionCallItem):
             if item.call_id in calls_by_id:
@@ -493,34 +514,9 @@ def _conversation(
             if isinstance(item, FunctionCallOutputItem):
                 answered.add(item.call_id)
             continue
-        if isinstance(item, MessageItem):
-            text = _text_of(item.content, f"{param}.content")
-            if item.role == "assistant":
-                messages.append(AIMessage(content=text))
-            elif item.role == "user":
-                messages.append(HumanMessage(content=text))
-            else:
-                messages.append(SystemMessage(content=text))
-        elif isinstance(item, FunctionCallOutputItem):
-            messages.append(
-                tool_output(
-                    item.call_id,
-                    _output_text(item),
-                    calls=calls_by_id,
-                    answered=answered,
-                    param=f"{param}.call_id",
-                    problem="no earlier function_call with this call id, or it was answered "
-                    "already.",
-                )
-            )
-        elif isinstance(item, ReasoningItem):
-            continue
-        else:
-            raise InvalidRequestError(
-                f"Invalid '{param}.type': '{item.type}' items are not supported.",
-                param=f"{param}.type",
-                code="unsupported_value",
-            )
+        message = _item_message(item, param, calls_by_id, answered)
+        if message is not None:
+            messages.append(message)
     if pending_calls:
         messages.append(assistant_with_calls("", pending_calls))
     unanswered = sorted(set(calls_by_id) - answered)
@@ -531,11 +527,36 @@ def _conversation(
             param="input",
             code="invalid_value",
         )
-    if answers is None and all(isinstance(message, SystemMessage) for message in messages):
-        raise InvalidRequestError(
-            "The input has no message for the graph.", param="input", code="invalid_value"
+    return messages
+
+
+def _item_message(
+    item: Any, param: str, calls_by_id: dict[str, str], answered: set[str]
+) -> BaseMessage | None:
+    """The message for one input item that is not a function_call (None: nothing to say)."""
+    if isinstance(item, MessageItem):
+        text = _text_of(item.content, f"{param}.content")
+        if item.role == "assistant":
+            return AIMessage(content=text)
+        if item.role == "user":
+            return HumanMessage(content=text)
+        return SystemMessage(content=text)
+    if isinstance(item, FunctionCallOutputItem):
+        return tool_output(
+            item.call_id,
+            _output_text(item),
+            calls=calls_by_id,
+            answered=answered,
+            param=f"{param}.call_id",
+            problem="no earlier function_call with this call id, or it was answered already.",
         )
-    return tuple(messages), answers
+    if isinstance(item, ReasoningItem):
+        return None
+    raise InvalidRequestError(
+        f"Invalid '{param}.type': '{item.type}' items are not supported.",
+        param=f"{param}.type",
+        code="unsupported_value",
+    )
 
 
 def _output_text(item: FunctionCallOutputItem) -> str:
