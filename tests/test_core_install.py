@@ -27,6 +27,17 @@ def test_importing_lgos_loads_no_integration() -> None:
     assert result.stdout.strip() == "[]"
 
 
+def test_every_public_name_resolves() -> None:
+    """The front door imports lazily: every name it lists is one it can import."""
+    import lgos
+
+    assert sorted(lgos.__all__) == sorted(lgos._EXPORTS)
+    missing = [name for name in lgos.__all__ if getattr(lgos, name, None) is None]
+    assert missing == []
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        lgos.nothing_here  # noqa: B018
+
+
 def test_the_core_install_serves_without_extras(tmp_path: Path) -> None:
     """A venv with `lgos` and its core dependencies only imports and builds the app."""
     uv = shutil.which("uv")

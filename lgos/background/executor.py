@@ -1,4 +1,5 @@
-"""What a worker does with a job: exactly the foreground non-streaming Responses path."""
+"""What a worker does with a job: exactly the foreground Responses path, on the request the
+API prepared (the job holds it; nothing here decodes or prepares a request)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from opentelemetry import propagate
 from lgos.core import log_fields
 from lgos.core.background import (
     FIRST_WORKER_SEQUENCE,
+    LEGACY_JOB_MESSAGE,
     TERMINAL_EVENT_FOR_STATUS,
     TERMINAL_EVENTS,
     BackgroundJob,
@@ -23,9 +25,10 @@ from lgos.core.background import (
 )
 from lgos.core.coordinator import RunCoordinator
 from lgos.core.errors import LgosError, RunBusyError, is_transient_database_error
+from lgos.core.job import PreparedJob
 from lgos.core.registry import CompiledGraph, GraphConfig, GraphFeature, GraphRegistry
 from lgos.service import responses
-from lgos.wire import ids, responses_decoder
+from lgos.wire import ids
 from lgos.wire.responses_encoder import ResponsesStream, failure
 
 logger = logging.getLogger("lgos.background")
@@ -86,29 +89,18 @@ class DurableRuns:
         return graph.with_config({"configurable": {_DURABILITY_KEY: "sync"}})
 
 
-def _prepare(
+def _prepared(
     job: BackgroundJob, engine_run_id: str, registry: GraphRegistry
-) -> responses.PreparedResponse:
-    decoded = responses_decoder.decode(job.request)
-    if job.history:
-        decoded = decoded.with_history(job.history, replay_from=job.replay_from)
-    turn = responses.Turn(
-        store=True,
-        history=tuple(job.history),
-        conversation_id=decoded.conversation_id,
-        checkpoint_id=job.checkpoint_id,
-        replay_from=job.replay_from,
-    )
-    prepared = responses.prepare(
+) -> responses.PreparedResponse | None:
+    """The job's prepared request; None for a job this worker cannot run (a legacy one)."""
+    if not isinstance(job.prepared, PreparedJob):
+        return None
+    return responses.from_job(
         registry,
-        decoded,
+        job.prepared,
         response_id=str(ids.RunResponseId(job.run_id, engine_run_id)),
         run_id=job.run_id,
-        turn=turn,
     )
-    # Every snapshot of the Response, queued or final, shows when it was created.
-    echo = dataclasses.replace(prepared.echo, created_at=job.created_at)
-    return dataclasses.replace(prepared, echo=echo)
 
 
 async def execute_background_job(
@@ -139,7 +131,11 @@ async def execute_background_job(
     try:
         if durable is not None:
             registry = durable.registry(registry)
-        prepared = _prepare(job, engine_run_id, registry)
+        prepared = _prepared(job, engine_run_id, registry)
+        if prepared is None:
+            logger.warning("background.legacy_job")
+            echo = responses.job_echo(job.echo, str(ids.RunResponseId(job.run_id, engine_run_id)))
+            return echo.snapshot("failed", error=failure(LEGACY_JOB_MESSAGE))
         log_fields.add(response_id=prepared.echo.id)
 
         async def attempt() -> dict[str, Any]:

@@ -26,6 +26,10 @@ class InMemoryBackgroundBackend:
     shutdown instead of being left to the garbage collector.
     """
 
+    # Capabilities (`BackgroundBackend`): it streams, into `events`; a run's end is known here
+    # the moment it happens, so nothing else needs logging.
+    results_in_log = False
+
     def __init__(self, registry: GraphRegistry) -> None:
         self.registry = registry
         self._runs: dict[str, BackgroundRun] = {}

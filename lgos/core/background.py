@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from lgos.core.job import JobEcho, PreparedJob
 
 # The statuses of a Response, which are also those of a background run.
 ResponseStatus = Literal["queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
@@ -47,15 +48,45 @@ def engine_statuses(**ours: Iterable[str]) -> dict[str, ResponseStatus]:
 FIRST_WORKER_SEQUENCE = 2
 
 
-class BackgroundJob(BaseModel):
-    """Everything a worker needs to run one background Response. JSON-serializable."""
+class LegacyJob(BaseModel):
+    """A job stored before job format 2, which carried the raw request body for the worker to
+    decode again. Polls still show its run (its echo is kept); a worker does not run it, and
+    its Response fails with `LEGACY_JOB_MESSAGE` (see docs/design-choices.md)."""
 
     model_config = ConfigDict(frozen=True)
 
-    request: dict[str, Any]
+    format: Literal[1] = 1
+    echo: JobEcho
+
+
+LEGACY_JOB_MESSAGE = (
+    "This background response was queued by an earlier version of the server, whose jobs "
+    "this worker no longer runs. Create the response again."
+)
+
+# What a job keeps besides the prepared request; a legacy job is read with these and its echo.
+_ENVELOPE = (
+    "owner_scope",
+    "run_id",
+    "idempotency_key",
+    "request_digest",
+    "trace_context",
+    "request_id",
+    "stream",
+)
+
+
+class BackgroundJob(BaseModel):
+    """One background Response as its engine stores it: the prepared request (`PreparedJob`,
+    built once by the API) and who asked for it. JSON-serializable; a worker runs it and a
+    poll renders it without decoding the request again."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prepared: PreparedJob | LegacyJob = Field(discriminator="format")
     owner_scope: str
+    # The job's id in the public Response id, and its checkpoint thread in a durable worker.
     run_id: str = Field(pattern=r"^[0-9a-f]{32}$")
-    created_at: int = Field(default_factory=lambda: int(time.time()))
     # SHA-256 of owner scope + client key: the only form of the key that leaves the API.
     idempotency_key: str | None = None
     # SHA-256 of the canonical request body, to refuse a reused key with another body.
@@ -66,19 +97,46 @@ class BackgroundJob(BaseModel):
     request_id: str | None = None
     # Created with `stream: true`: the worker writes its SSE events to the Response's event log.
     stream: bool = False
-    # The request fields every snapshot of the Response echoes, so a poll of an unfinished run
-    # builds its Response without decoding the request again (empty in jobs of older versions).
-    echo: dict[str, Any] = Field(default_factory=dict)
-    # A turn of a stored conversation (lgos.service.stateful): the items before the input,
-    # the index from which the graph receives them as messages, and for a thread-keeping
-    # graph the checkpoint to start from.
-    history: list[dict[str, Any]] = Field(default_factory=list)
-    replay_from: int = 0
-    checkpoint_id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_legacy(cls, data: Any) -> Any:
+        """A job of the earlier shape (`request`: the raw body) becomes a `LegacyJob`."""
+        if not isinstance(data, Mapping) or "prepared" in data:
+            return data
+        raw = data.get("request")
+        if not isinstance(raw, Mapping):
+            return data
+        echo = dict(data.get("echo") or _echo_of_body(raw))
+        if "created_at" in data:
+            echo.setdefault("created_at", data["created_at"])
+        kept = {key: data[key] for key in _ENVELOPE if key in data}
+        return {**kept, "prepared": {"format": 1, "echo": echo}}
+
+    @property
+    def echo(self) -> JobEcho:
+        return self.prepared.echo
+
+    @property
+    def created_at(self) -> int:
+        return self.prepared.echo.created_at
 
     @property
     def model(self) -> str:
-        return str(self.request.get("model", ""))
+        return self.prepared.echo.model
+
+
+def _echo_of_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The echo of a job so old that it kept none: the plain fields of its request body."""
+    echo: dict[str, Any] = {"model": str(body.get("model", "")), "background": True}
+    echo["store"] = True
+    for name in ("instructions", "previous_response_id", "user"):
+        if isinstance(body.get(name), str):
+            echo[name] = body[name]
+    metadata = body.get("metadata")
+    if isinstance(metadata, Mapping):
+        echo["metadata"] = {str(key): str(value) for key, value in metadata.items()}
+    return echo
 
 
 class BackgroundRun(BaseModel):
@@ -105,6 +163,38 @@ class BackgroundRun(BaseModel):
 
 @runtime_checkable
 class BackgroundBackend(Protocol):
+    """A background engine: the only store of background runs, and what runs them.
+
+    An engine must:
+
+    - keep each submitted `BackgroundJob` as its run's input and, once a worker returns it,
+      the final Response JSON as its output, readable from any API instance by the engine's
+      run id (32 hex digits, part of the public Response id);
+    - start one run per idempotency key: a `submit` whose key is taken returns the run that
+      has it (the caller compares the stored job's digest to refuse another body);
+    - run each job through the executor (`lgos.background.executor`), which reads only the
+      job; a durable engine runs it again when its worker dies (the executor then continues
+      it from its last checkpoint);
+    - report its own statuses as ours (`engine_statuses`), and cancel an active run.
+
+    What an engine offers beyond that it declares in the two properties below, which every
+    engine sets (plain attributes will do); the service layer reads them and never probes.
+    """
+
+    @property
+    def events(self) -> ResponseEventLog | None:
+        """The event log of streamed Responses, in which workers write each event as they
+        produce it (streaming, and replay from any sequence number). None: this engine cannot
+        stream, and `stream` with `background` is refused."""
+        ...
+
+    @property
+    def results_in_log(self) -> bool:
+        """Whether workers also log the final Response of every run that did not stream,
+        before the engine records it: polls then read the end from the log, for an engine
+        whose own view of a run's end lags. Meaningful only with `events`."""
+        ...
+
     async def submit(self, job: BackgroundJob) -> BackgroundRun:
         """Start a run for `job`, or return the existing run for its idempotency key."""
         ...
@@ -152,16 +242,14 @@ class ResponseEventLog(Protocol):
 
 
 def event_log(backend: BackgroundBackend | None) -> ResponseEventLog | None:
-    """The engine's log of streamed Responses; None when it streams nothing (a backend may
-    offer one as its `events` attribute)."""
-    log = getattr(backend, "events", None)
-    return log if isinstance(log, ResponseEventLog) else None
+    """The engine's log of streamed Responses; None without an engine or when it streams
+    nothing."""
+    return backend.events if backend is not None else None
 
 
 def results_in_log(backend: BackgroundBackend | None) -> bool:
-    """Whether the engine's workers log the end of every run, not only of streamed runs (an
-    engine whose own view of a run's end lags: a backend says so as `results_in_log`)."""
-    return event_log(backend) is not None and bool(getattr(backend, "results_in_log", False))
+    """Whether the engine's workers log the end of every run, not only of streamed runs."""
+    return backend is not None and backend.events is not None and backend.results_in_log
 
 
 async def logged_end(

@@ -145,7 +145,8 @@ class HatchetBackgroundBackend:
     polls read while the REST view still shows the run unfinished (`results_in_log`).
     """
 
-    # The end of every run is in `events` before this engine reports it.
+    # Capabilities (`BackgroundBackend`): it streams when given `events`, and the end of
+    # every run is in `events` before this engine reports it.
     results_in_log = True
 
     def __init__(

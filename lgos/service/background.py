@@ -8,7 +8,6 @@ The worker side (`lgos.background.executor`) runs the job through `service.respo
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -34,7 +33,7 @@ from lgos.core.errors import IdempotencyKeyReusedError, InvalidRequestError, Not
 from lgos.core.registry import GraphFeature, GraphRegistry
 from lgos.service import responses
 from lgos.service.stateful import StatefulResponses
-from lgos.wire import ids, responses_decoder
+from lgos.wire import ids
 from lgos.wire.responses_decoder import DecodedResponsesRequest
 from lgos.wire.responses_encoder import ResponseEcho, ResponsesStream, failure
 from lgos.wire.sse import named_event
@@ -62,12 +61,30 @@ def snapshot(run: BackgroundRun) -> dict[str, Any]:
 
 
 def _echo(run: BackgroundRun) -> ResponseEcho:
-    if run.job.echo:
-        return ResponseEcho(id=response_id(run), **run.job.echo)
-    # A job queued by an LGOS version that did not store the echo: decode its request.
-    decoded = responses_decoder.decode(run.job.request)
-    return dataclasses.replace(
-        responses.response_echo(decoded, response_id(run)), created_at=run.job.created_at
+    return responses.job_echo(run.job.echo, response_id(run))
+
+
+def new_job(
+    prepared: responses.PreparedResponse,
+    decoded: DecodedResponsesRequest,
+    *,
+    owner_scope: str,
+    idempotency_key: str | None = None,
+) -> BackgroundJob:
+    """The job an engine stores for a prepared background request, as the worker will run
+    it (its run id names the checkpoint thread of a durable worker)."""
+    raw = decoded.body.model_dump(mode="json", exclude_unset=True, exclude={"extra_headers"})
+    trace_context: dict[str, str] = {}
+    propagate.inject(trace_context)
+    return BackgroundJob(
+        prepared=prepared.job,
+        owner_scope=owner_scope,
+        run_id=prepared.plan.run_id or ids.new_hex(),
+        idempotency_key=digest(owner_scope, idempotency_key) if idempotency_key else None,
+        request_digest=request_digest(raw),
+        trace_context=trace_context,
+        request_id=log_fields.current().get("request_id"),
+        stream=decoded.stream,
     )
 
 
@@ -111,34 +128,15 @@ class BackgroundResponses:
                 param="stream",
                 code="unsupported_value",
             )
-        turn = responses.STATELESS
+        # A background Response is always kept, by the engine (the decoder refuses
+        # store=false), so its echo says so from the first snapshot on.
+        turn = responses.Turn(store=True)
         if self.stateful is not None:
             decoded, turn = await self.stateful.resolve(decoded, owner_scope)
-        # Everything the worker would reject for the request itself is rejected here, now.
+        # Everything the worker would reject for the request itself is rejected here, now,
+        # and the job holds the result: the worker neither decodes nor prepares it again.
         prepared = responses.prepare(self.registry, decoded, turn=turn)
-        raw = decoded.body.model_dump(mode="json", exclude_unset=True, exclude={"extra_headers"})
-        trace_context: dict[str, str] = {}
-        propagate.inject(trace_context)
-        echo = {
-            field.name: getattr(prepared.echo, field.name)
-            for field in dataclasses.fields(prepared.echo)
-            if field.name != "id"
-        }
-        job = BackgroundJob(
-            request=raw,
-            owner_scope=owner_scope,
-            run_id=prepared.plan.run_id or ids.new_hex(),
-            created_at=prepared.echo.created_at,
-            idempotency_key=digest(owner_scope, idempotency_key) if idempotency_key else None,
-            request_digest=request_digest(raw),
-            trace_context=trace_context,
-            request_id=log_fields.current().get("request_id"),
-            stream=decoded.stream,
-            echo={**echo, "metadata": dict(prepared.echo.metadata)},
-            history=list(turn.history),
-            replay_from=turn.replay_from,
-            checkpoint_id=turn.checkpoint_id,
-        )
+        job = new_job(prepared, decoded, owner_scope=owner_scope, idempotency_key=idempotency_key)
         run = await self.backend.submit(job)
         if run.job.request_digest != job.request_digest or run.job.owner_scope != owner_scope:
             raise IdempotencyKeyReusedError()

@@ -7,12 +7,14 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lgos.core.errors import InvalidRequestError, LgosError, is_transient_database_error
+from lgos.core.job import JobEcho, JobPlan, JobRequest, PreparedJob
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.request import GraphRequest
 from lgos.core.run_events import Commentary, Finished, Interrupted, RunEvent, TextDelta
+from lgos.run.interrupts import Resume
 from lgos.service.runs import (
     RunPlan,
     graph_request,
@@ -23,7 +25,6 @@ from lgos.service.runs import (
 )
 from lgos.wire import ids
 from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE
-from lgos.wire.responses_decoder import DecodedResponsesRequest
 from lgos.wire.responses_encoder import (
     ResponseEcho,
     ResponsesStream,
@@ -31,6 +32,9 @@ from lgos.wire.responses_encoder import (
     interrupt_items,
 )
 from lgos.wire.sse import named_event
+
+if TYPE_CHECKING:  # a worker runs a job without the decoder (tests/background/test_job.py)
+    from lgos.wire.responses_decoder import DecodedResponsesRequest
 
 logger = logging.getLogger("lgos.responses")
 
@@ -62,18 +66,22 @@ STATELESS = Turn()
 
 @dataclass(frozen=True, slots=True)
 class PreparedResponse:
-    """A validated Responses request, ready to run here or in a background worker."""
+    """A validated Responses request, ready to run: `job` is all of it as JSON (what a
+    background engine stores), the other fields its live form for the runner and encoder."""
 
-    decoded: DecodedResponsesRequest
     config: GraphConfig
     plan: RunPlan
     echo: ResponseEcho
     request: GraphRequest
+    job: PreparedJob
+    # The decoded request and its place in a stored conversation, for the API's own use
+    # (recording the turn); a worker's request, read from its job, has neither.
+    decoded: DecodedResponsesRequest | None = None
     turn: Turn = STATELESS
 
     @property
     def model(self) -> str:
-        return self.decoded.body.model
+        return self.request.model
 
     def with_response_id(self, response_id: str) -> PreparedResponse:
         """The same request answered under another id (a background run's, once submitted)."""
@@ -88,7 +96,8 @@ def prepare(
     run_id: str | None = None,
     turn: Turn = STATELESS,
 ) -> PreparedResponse:
-    """Everything that can be checked before running: model, settings, answers."""
+    """Everything that can be checked before running: model, settings, answers. Done once:
+    a background worker runs the resulting job as it is."""
     body = decoded.body
     config = registry.get(body.model)
     previous = ids.parse_run_response_id(body.previous_response_id or "")
@@ -114,7 +123,61 @@ def prepare(
             str(ids.run_response_id(plan.run_id)) if plan.run_id is not None else ids.response_id()
         )
     echo = response_echo(decoded, response_id, store=turn.store)
-    return PreparedResponse(decoded, config, plan, echo, request, turn)
+    job = PreparedJob.model_construct(
+        echo=_job_echo(echo), request=JobRequest.of(request), plan=_job_plan(plan)
+    )
+    return PreparedResponse(config, plan, echo, request, job, decoded, turn)
+
+
+def from_job(
+    registry: GraphRegistry, job: PreparedJob, *, response_id: str, run_id: str | None
+) -> PreparedResponse:
+    """A stored job, ready to run in a worker. Nothing is decoded or checked again; the
+    client settings' values become the graph's settings model again. `run_id` names the
+    checkpoint thread when the worker checkpoints a graph the API would have run without."""
+    config = registry.get(job.request.model)
+    answers = job.plan.answers
+    plan = RunPlan(
+        run_id=job.plan.run_id or (run_id if config.checkpointed else None),
+        resume=Resume(answers, job.plan.answer_params) if answers is not None else None,
+        keep_thread=job.plan.keep_thread,
+        checkpoint_id=job.plan.checkpoint_id,
+    )
+    request = job.request.graph_request(config.client_settings)
+    return PreparedResponse(config, plan, job_echo(job.echo, response_id), request, job)
+
+
+def job_echo(echo: JobEcho, response_id: str) -> ResponseEcho:
+    """What a job's Response echoes, under its public id."""
+    return ResponseEcho(id=response_id, **dict(echo))
+
+
+def _job_echo(echo: ResponseEcho) -> JobEcho:
+    return JobEcho.model_construct(
+        model=echo.model,
+        instructions=echo.instructions,
+        metadata=dict(echo.metadata),
+        tools=echo.tools,
+        tool_choice=echo.tool_choice,
+        parallel_tool_calls=echo.parallel_tool_calls,
+        previous_response_id=echo.previous_response_id,
+        background=echo.background,
+        store=echo.store,
+        user=echo.user,
+        conversation=echo.conversation,
+        created_at=echo.created_at,
+    )
+
+
+def _job_plan(plan: RunPlan) -> JobPlan:
+    resume = plan.resume
+    return JobPlan.model_construct(
+        run_id=plan.run_id,
+        answers=dict(resume.answers) if resume is not None else None,
+        answer_params=dict(resume.params) if resume is not None else {},
+        keep_thread=plan.keep_thread,
+        checkpoint_id=plan.checkpoint_id,
+    )
 
 
 def response_echo(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lgos.core.client_settings import SETTINGS_PARAM
 from lgos.core.errors import InterruptConflictError, InvalidRequestError
@@ -15,8 +15,10 @@ from lgos.core.run_events import Finished, Interrupted, RunEvent
 from lgos.run.interrupts import Resume, run_checkpointed
 from lgos.run.runner import run_graph
 from lgos.wire import ids
-from lgos.wire.decoding import DecodedRequest
 from lgos.wire.interrupts import parse_interrupt_call_id
+
+if TYPE_CHECKING:  # a worker runs a job without the decoder
+    from lgos.wire.decoding import DecodedRequest
 
 
 def graph_request(config: GraphConfig, decoded: DecodedRequest[Any]) -> GraphRequest:

@@ -179,6 +179,7 @@ class StatefulResponses:
         turn = prepared.turn
         if not (turn.store or turn.conversation_id or prepared.plan.keep_thread):
             return
+        assert prepared.decoded is not None  # the API's request (a worker records nothing)
         input_items = items.input_items(prepared.decoded.body)
         if turn.store:
             await self.store.put_response(
@@ -205,6 +206,7 @@ class StatefulResponses:
     ) -> None:
         """Index a submitted background Response; its result stays with the engine."""
         turn = prepared.turn
+        assert prepared.decoded is not None  # the API's request
         input_items = items.input_items(prepared.decoded.body)
         parsed = ids.parse_run_response_id(response_id)
         await self.store.put_response(

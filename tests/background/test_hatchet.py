@@ -29,7 +29,7 @@ from lgos import (
 )
 from lgos.background.executor import DurableRuns, JobExecutor
 from lgos.background.memory import InMemoryResponseEventLog
-from lgos.core.background import BackgroundJob, digest, event_log, request_digest
+from lgos.core.background import BackgroundJob, event_log
 from lgos.http.mount import LanggraphOpenaiServe
 from lgos.integrations.hatchet import (
     TASK_NAME,
@@ -38,7 +38,9 @@ from lgos.integrations.hatchet import (
     check_engine_version,
     create_hatchet_task,
 )
-from lgos.wire import ids
+from lgos.service import responses
+from lgos.service.background import new_job
+from lgos.wire import ids, responses_decoder
 
 pytestmark = pytest.mark.anyio
 
@@ -63,19 +65,16 @@ def hatchet(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Hatchet:
 
 
 def job(text: str = "Quarterly risks", key: str | None = None) -> BackgroundJob:
+    """The job the API would submit for this request (decoded and prepared once)."""
     request = {
         "model": "background-mock",
         "input": text,
         "background": True,
         "metadata": {"lgos_settings": '{"delay_seconds": 0}'},
     }
-    return BackgroundJob(
-        request=request,
-        owner_scope="default",
-        run_id=ids.new_hex(),
-        idempotency_key=digest("default", key) if key else None,
-        request_digest=request_digest(request),
-    )
+    decoded = responses_decoder.decode(request)
+    prepared = responses.prepare(registry(), decoded, turn=responses.Turn(store=True))
+    return new_job(prepared, decoded, owner_scope="default", idempotency_key=key)
 
 
 def registry() -> GraphRegistry:
@@ -94,9 +93,7 @@ def registry() -> GraphRegistry:
 async def test_task_body_streams_a_streamed_job_into_the_event_log(hatchet: Hatchet) -> None:
     task = create_hatchet_task(hatchet)
     plain = job()
-    streamed = plain.model_copy(
-        update={"request": {**plain.request, "stream": True}, "stream": True}
-    )
+    streamed = plain.model_copy(update={"stream": True})
     events = InMemoryResponseEventLog()
     output = await task.aio_mock_run(
         input=HatchetJobInput(job=streamed.model_dump(mode="json"), idempotency_key="k"),
