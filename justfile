@@ -63,7 +63,7 @@ docs *args:
 
 # Benchmarks: LGOS against a bare graph and the reference product (`just bench --quick`).
 bench *args:
-    uv run --with-requirements benchmarks/requirements.txt python -m benchmarks {{ args }}
+    uv run --with-requirements benchmarks/requirements.txt python -m benchmarks.foreground {{ args }}
 
 # The durable paths against their floors (engines alone, each engine running the graph itself,
 # LangGraph's PostgreSQL saver alone): background create→completed and runs/s per engine, review
@@ -73,17 +73,17 @@ bench *args:
 bench-durable *args:
     uv run --with-requirements benchmarks/requirements.txt python -m benchmarks.durable {{ args }}
 
-# Where a review round trip's CPU goes, LGOS beside LangGraph alone (benchmarks/profile_review.py).
+# Where a review round trip's CPU goes, LGOS beside LangGraph alone (benchmarks/durable/profile_review.py).
 bench-profile-review *args:
-    uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile_review {{ args }}
+    uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.durable.profile_review {{ args }}
 
-# Where a background burst's CPU goes, in the API and one worker (benchmarks/profile_burst.py).
+# Where a background burst's CPU goes, in the API and one worker (benchmarks/durable/profile_burst.py).
 bench-profile-burst *args:
-    uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile_burst {{ args }}
+    uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.durable.profile_burst {{ args }}
 
-# Profile one benchmark target under load (see benchmarks/profile.py for the options).
+# Profile one benchmark target under load (see benchmarks/foreground/profile.py for the options).
 bench-profile *args:
-    uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.profile {{ args }}
+    uv run --with-requirements benchmarks/requirements.txt --with py-spy python -m benchmarks.foreground.profile {{ args }}
 
 # Run llm-comply (both formats) against `lgos serve` and rewrite docs/conformance.md.
 conformance:

@@ -1,6 +1,7 @@
 """The house rules of `lgos/`, read from the code's own imports (every `import` statement,
 function-level and TYPE_CHECKING ones included): imports point one way between layers, and no
-module imports itself back through others. docs/architecture.md explains the layers."""
+module imports itself back through others. The layers and what each may import are read from
+the table in docs/architecture.md, so the page and the rule cannot disagree."""
 
 from __future__ import annotations
 
@@ -13,22 +14,35 @@ import pytest
 
 LIBRARY = Path(__file__).resolve().parents[1] / "lgos"
 
-# The layers of lgos/ and the layers each may import (besides itself). Lowest first.
-MAY_IMPORT: dict[str, frozenset[str]] = {
-    "core": frozenset(),
-    "run": frozenset({"core"}),
-    "wire": frozenset({"core"}),
-    "service": frozenset({"core", "run", "wire"}),
-    "background": frozenset({"core", "run", "wire", "service"}),
-    "http": frozenset({"core", "wire", "service"}),
-    "integrations": frozenset({"core", "run", "background"}),
-    "server": frozenset({"core", "run", "background", "http", "integrations"}),
-    "cli": frozenset({"core", "server"}),
-    # `lgos/__init__.py`, the front door, re-exports from every layer.
-    "front door": frozenset(
-        {"core", "run", "wire", "service", "background", "http", "integrations", "server"}
-    ),
-}
+ARCHITECTURE = LIBRARY.parent / "docs" / "architecture.md"
+TABLE_HEADER = "| Layer | What lives there | May import |"
+_NAMED = re.compile(r"`([a-z_]+)(?:/|\.py)`")
+
+
+def _layer_name(token: str) -> str:
+    return "front door" if token == "__init__" else token
+
+
+def read_layer_table(text: str) -> dict[str, frozenset[str]]:
+    """The layers of lgos/ and the layers each may import (besides itself), from the table in
+    docs/architecture.md: the first column names the layer, the last lists what it may import as
+    `layer/`; anything else in the cell is prose."""
+    lines = text.splitlines()
+    rows = lines[lines.index(TABLE_HEADER) + 2 :]
+    table: dict[str, frozenset[str]] = {}
+    for row in rows:
+        if not row.startswith("|"):
+            break
+        cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+        owner = _NAMED.fullmatch(cells[0])
+        assert owner is not None, f"not a layer: {cells[0]}"
+        table[_layer_name(owner.group(1))] = frozenset(
+            _layer_name(name) for name in _NAMED.findall(cells[-1])
+        )
+    return table
+
+
+MAY_IMPORT = read_layer_table(ARCHITECTURE.read_text())
 # Third-party packages a layer must not import: the web framework stays out of the layers
 # below HTTP, LangGraph out of the wire formats, and optional extras inside integrations/.
 EXTRAS = frozenset({"psycopg", "psycopg_pool", "dbos", "hatchet_sdk", "langfuse", "sqlalchemy"})
@@ -129,6 +143,32 @@ def circles(modules: dict[str, Path]) -> list[list[str]]:
 
 def test_the_layer_table_covers_every_module() -> None:
     assert {layer(module) for module in MODULES} <= set(MAY_IMPORT)
+
+
+def test_the_layer_table_names_only_layers_it_has() -> None:
+    """A misspelt layer in the doc's last column fails here instead of being ignored."""
+    assert set().union(*MAY_IMPORT.values()) <= set(MAY_IMPORT)
+    assert MAY_IMPORT["core"] == frozenset()
+    assert MAY_IMPORT["front door"] >= {"server", "http"}
+
+
+def test_the_layer_table_is_read_from_its_cells() -> None:
+    page = "\n".join(
+        [
+            TABLE_HEADER,
+            "| --- | --- | --- |",
+            "| `core/` | types | No other layer (`x` is prose). |",
+            "| `wire/` | formats | `core/` (knows OpenAI). |",
+            "| `__init__.py` | the front door | `wire/`, `core/`. |",
+            "",
+            "| `ignored/` | after the table | `core/` |",
+        ]
+    )
+    assert read_layer_table(page) == {
+        "core": frozenset(),
+        "wire": frozenset({"core"}),
+        "front door": frozenset({"wire", "core"}),
+    }
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -50,7 +50,6 @@ class LanggraphOpenaiServe:
             store_by_default=store_by_default,
             limits=limits,
         )
-        self.app.state.graph_registry = registry
 
     def bind_openai_api(self, prefix: str = "/v1") -> LanggraphOpenaiServe:
         prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""

@@ -16,12 +16,11 @@ from pathlib import Path
 import openai
 import psycopg
 import pytest
-from dbos import DBOSClient
 from psycopg_pool import AsyncConnectionPool
 
 from lgos.core.errors import ConfigurationError
 from lgos.integrations import hatchet as hatchet_integration
-from lgos.integrations.dbos import DBOSBackgroundBackend, sqlalchemy_url
+from lgos.integrations.dbos import open_dbos_client
 from lgos.integrations.postgres import PostgresResponseEventLog
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.wire import ids
@@ -194,25 +193,23 @@ async def test_retention_deletes_finished_runs(dbos_only: Deployment) -> None:
     ]
     streamed_id = ids.parse_run_response_id(streamed[0].response.id)
     assert streamed_id is not None
-    engine = DBOSClient(system_database_url=sqlalchemy_url(workers.uri), application_name="lgos")
     pool = AsyncConnectionPool(
         workers.uri, min_size=1, max_size=1, kwargs={"autocommit": True}, open=False
     )
     await pool.open()
     try:
         events = PostgresResponseEventLog(pool)
-        backend = DBOSBackgroundBackend(engine, events)
-        parsed = ids.parse_run_response_id(accepted.id)
-        assert parsed is not None
-        assert await backend.get(parsed.nonce) is not None
-        assert len(await events.read(streamed_id.nonce)) == len(streamed)
-        assert await backend.delete_finished(timedelta(0)) >= 2
-        assert await backend.get(parsed.nonce) is None
-        # A streamed Response's events go with its run.
-        assert await events.read(streamed_id.nonce) == []
+        async with open_dbos_client(workers.uri, events) as backend:
+            parsed = ids.parse_run_response_id(accepted.id)
+            assert parsed is not None
+            assert await backend.get(parsed.nonce) is not None
+            assert len(await events.read(streamed_id.nonce)) == len(streamed)
+            assert await backend.delete_finished(timedelta(0)) >= 2
+            assert await backend.get(parsed.nonce) is None
+            # A streamed Response's events go with its run.
+            assert await events.read(streamed_id.nonce) == []
     finally:
         await pool.close()
-        await asyncio.to_thread(engine.destroy)
     with pytest.raises(openai.NotFoundError):
         await client.responses.retrieve(accepted.id)
     with pytest.raises(openai.NotFoundError):

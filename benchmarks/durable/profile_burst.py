@@ -2,11 +2,11 @@
 
     just bench-profile-burst [dbos|hatchet] [--bursts 3] [--size 60] [--top 30]
 
-Starts one LGOS deployment of the engine as `benchmarks.durable` does (`lgos serve` and two
+Starts one LGOS deployment of the engine as `just bench-durable` does (`lgos serve` and two
 `lgos worker` on a throwaway database), warms it with one burst, then records the API and
 the first worker with `py-spy record --gil` (on-CPU Python only, their child processes
 included) while `--bursts` bursts of `--size` `background-mock` runs go through (16 creates
-in flight, each run polled every 250 ms, as in `benchmarks.durable`). Prints, per process,
+in flight, each run polled every 250 ms, as in `just bench-durable`). Prints, per process,
 its CPU per run (user + system, kernel accounting) shared out by py-spy's samples: by
 package, by function, and LGOS's functions by inclusive time. The worker's figure divides by
 half the runs (two workers share them), so read it as an estimate.
@@ -28,9 +28,14 @@ from pathlib import Path
 
 from openai import AsyncOpenAI
 
-from benchmarks.background import engine_settings, stop_children_on_sigterm
-from benchmarks.durable import cpu_seconds, lgos_burst, lgos_deployment
-from benchmarks.profile import summarize
+from benchmarks.durable.deployments import (
+    cpu_seconds,
+    engine_settings,
+    lgos_deployment,
+    stop_children_on_sigterm,
+)
+from benchmarks.durable.lgos_runs import lgos_burst
+from benchmarks.foreground.profile import summarize
 
 RATE = 200  # samples per second
 
@@ -51,7 +56,9 @@ async def _bursts(base_url: str, bursts: int, size: int, started: Callable[[], N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile_burst", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.durable.profile_burst", description=__doc__
+    )
     parser.add_argument("engine", nargs="?", default="hatchet", choices=["dbos", "hatchet"])
     parser.add_argument("--bursts", type=int, default=3)
     parser.add_argument("--size", type=int, default=60)

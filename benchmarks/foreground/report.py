@@ -1,18 +1,16 @@
 """Turn the measurements into medians, paired ratios, a markdown report and a plot."""
 
-import datetime
 import importlib.metadata
-import os
-import platform
 import statistics
-import subprocess
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks import load, targets
+from benchmarks.common.machine import facts
+from benchmarks.common.plot import save, two_panels
+from benchmarks.foreground import load, targets
 
 COLORS = {
     "bare": "#9e9e9e",
@@ -35,7 +33,7 @@ STREAM_METRICS = (
 
 
 @dataclass
-class Results:
+class ForegroundResults:
     """Per-pass metrics of every scenario and target, and the memory readings."""
 
     rss_early: int
@@ -98,16 +96,6 @@ def _version(name: str) -> str:
         return "not installed"
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def machine(
     mode: str,
     server_core: int | None,
@@ -116,9 +104,6 @@ def machine(
     seconds: float,
     load_before: float,
 ) -> dict[str, str]:
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=targets.REPO
-    ).stdout.strip()
     pinning = (
         f"servers on core {server_core}, client on core {client_core}"
         if server_core is not None
@@ -126,16 +111,10 @@ def machine(
     )
     packages = ("lgos", "langgraph", "langchain-core", "fastapi", "uvicorn", "aiohttp")
     return {
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "mode": mode,
-        "machine": f"{_cpu_model()}, {os.cpu_count()} logical CPUs, Linux {platform.release()}",
-        "python": platform.python_version(),
+        **facts(mode, seconds, load_before),
         "pinning": pinning,
-        "commit": commit or "uncommitted",
         "versions": ", ".join(f"{name} {_version(name)}" for name in packages),
         "reference": targets.reference_versions() if "reference" in names else "not run",
-        "duration": f"{seconds:.0f} s",
-        "load": f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after",
     }
 
 
@@ -144,9 +123,9 @@ class Check:
     """One target of issue 8: a value per target, and whether lgos meets it."""
 
     label: str
-    value: Callable[[Results, str], float | None]
+    value: Callable[[ForegroundResults, str], float | None]
     show: Callable[[float | None], str]
-    passes: Callable[[float, Results], bool]
+    passes: Callable[[float, ForegroundResults], bool]
 
 
 def _cpu_check(scenario: str, limit: float) -> Check:
@@ -158,16 +137,16 @@ def _cpu_check(scenario: str, limit: float) -> Check:
     )
 
 
-def _rss_growth(results: Results, target: str) -> float | None:
+def _rss_growth(results: ForegroundResults, target: str) -> float | None:
     rss = results.rss.get(target)
     return None if rss is None else rss["late"] - rss["early"]
 
 
-def _bytes_check(results: Results, target: str) -> float | None:
+def _bytes_check(results: ForegroundResults, target: str) -> float | None:
     return results.median("responses stream", target, "bytes_per_chunk")
 
 
-def _fields(results: Results, target: str) -> float | None:
+def _fields(results: ForegroundResults, target: str) -> float | None:
     if target not in results.sample_deltas:
         return None
     return float(load.responses_delta_fields_ok(results.sample_deltas[target]))
@@ -206,7 +185,7 @@ CHECKS = (
 )
 
 
-def markdown(results: Results, meta: dict[str, str]) -> str:
+def markdown(results: ForegroundResults, meta: dict[str, str]) -> str:
     names = results.targets()
     others = [name for name in names if name != "bare"]
     lines = [
@@ -300,7 +279,7 @@ def markdown(results: Results, meta: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def _storing(results: Results) -> list[str]:
+def _storing(results: ForegroundResults) -> list[str]:
     """What keeping every Response costs: lgos (store on by default) against lgos-nostore."""
     names = results.targets()
     if "lgos" not in names or "lgos-nostore" not in names:
@@ -332,19 +311,19 @@ def _method(meta: dict[str, str]) -> list[str]:
     return [
         "## Method",
         "",
-        "- Graphs (`benchmarks/graphs.py`), served by every target: `echo` (one async node "
-        "answering the last user message), `stream-long` (a fake chat model streaming 1000 "
+        "- Graphs (`benchmarks/foreground/graphs.py`), served by every target: `echo` (one async "
+        "node answering the last user message), `stream-long` (a fake chat model streaming 1000 "
         "small chunks through LangChain's callbacks, yielding to the event loop between chunks "
         "as a model reading its socket would), `sleep` (one node awaiting 50 ms).",
-        "- **bare** (`benchmarks/bare.py`): a FastAPI app with two plain routes that decode only "
-        "model, stream and the last user text, call `ainvoke` or `astream(stream_mode="
+        "- **bare** (`benchmarks/foreground/bare.py`): a FastAPI app with two plain routes that "
+        "decode only model, stream and the last user text, call `ainvoke` or `astream(stream_mode="
         '"messages")` and write minimal OpenAI-shaped JSON or SSE. The floor.',
-        "- **lgos**: `lgos serve benchmarks.graphs:create_registry`, in-memory defaults "
+        "- **lgos**: `lgos serve benchmarks.foreground.graphs:create_registry`, in-memory defaults "
         "(Responses are stored: `store` defaults to true).",
         "- **lgos-nostore** (when run): the same with `LGOS_STORE_RESPONSES=false`; the "
         "difference to **lgos** on the Responses rows is the cost of storing.",
         f"- **reference**: `langgraph-openai-serve` {targets.REFERENCE_VERSION}'s own "
-        "`lgos serve benchmarks.graphs:create_reference_registry`, installed in its own "
+        "`lgos serve benchmarks.foreground.graphs:create_reference_registry`, installed in its own "
         "environment (`benchmarks/.venv-reference`, never a project dependency).",
         f"- Each target is one Uvicorn process with the same flags (`{flags}`), pinned to one "
         "core; the load client (aiohttp, keep-alive connections) runs in a separate process "
@@ -363,12 +342,7 @@ def _method(meta: dict[str, str]) -> list[str]:
     ]
 
 
-def plot(results: Results, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot(results: ForegroundResults, path: Path) -> None:
     others = [name for name in results.targets() if name != "bare"]
     rows = [
         (f"{scenario}: server CPU", scenario, "cpu_ms")
@@ -377,7 +351,7 @@ def plot(results: Results, path: Path) -> None:
     ]
     rows += [(f"{s}: chunks/s", s, "chunks_s") for s in ("chat stream", "responses stream")]
     rows += [("sleep c100: requests/s", "sleep c100", "rps")]
-    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), width_ratios=(3, 2))
+    figure, left, right = two_panels()
     height = 0.8 / max(1, len(others))
     for index, name in enumerate(others):
         values = [results.ratio(scenario, name, key) or 0 for _, scenario, key in rows]
@@ -407,7 +381,4 @@ def plot(results: Results, path: Path) -> None:
     right.set_ylabel("server CPU per request or stream (ms, log)")
     right.legend()
     right.set_title("Server CPU time")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save(figure, path)

@@ -4,7 +4,7 @@ It decodes only the model, the stream flag and the last user text, calls `ainvok
 and writes the smallest OpenAI-shaped JSON and SSE that a client can read. No validation, no
 error envelopes: whatever LGOS costs above this is its overhead.
 
-Run: `uvicorn benchmarks.bare:app`.
+Run: `uvicorn benchmarks.foreground.bare:app`.
 """
 
 import json
@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from langchain_core.messages import AIMessageChunk, HumanMessage
 
-from benchmarks.graphs import GRAPHS
+from benchmarks.foreground.graphs import GRAPHS
 
 app = FastAPI(openapi_url=None)
 

@@ -1,9 +1,9 @@
 """Where one background run's time goes, run by run (not a test).
 
     uv run --with-requirements benchmarks/requirements.txt \\
-        python -m benchmarks.durable_trace dbos|hatchet [--runs 10]
+        python -m benchmarks.durable.trace dbos|hatchet [--runs 10]
 
-Starts one LGOS deployment of the engine (as `benchmarks.durable` does: `lgos serve` and two
+Starts one LGOS deployment of the engine (as `just bench-durable` does: `lgos serve` and two
 `lgos worker` on a throwaway database), creates `background-mock` runs one at a time and
 polls each every 10 ms, and prints per run: when the create returned, when each status was
 first seen and how many polls it took. For DBOS it also reads the run's own timestamps from
@@ -22,8 +22,13 @@ from contextlib import ExitStack
 import psycopg
 from openai import AsyncOpenAI
 
-from benchmarks.background import create, engine_settings, stop_children_on_sigterm
-from benchmarks.durable import POLL_SECONDS, lgos_deployment
+from benchmarks.durable.deployments import (
+    engine_settings,
+    lgos_deployment,
+    stop_children_on_sigterm,
+)
+from benchmarks.durable.lgos_runs import create
+from benchmarks.durable.timing import POLL_SECONDS
 from lgos.wire import ids
 
 

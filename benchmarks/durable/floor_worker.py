@@ -1,17 +1,18 @@
 """The engine floors' workers: each engine alone, without LGOS, running two jobs.
 
     LGOS_BENCH_CHECKPOINT_URI=<postgresql URI> \
-        python -m benchmarks.durable_floor dbos <system database URL> <executor id>
-    LGOS_BENCH_CHECKPOINT_URI=<postgresql URI> python -m benchmarks.durable_floor hatchet <name>
+        python -m benchmarks.durable.floor_worker dbos <system database URL> <executor id>
+    LGOS_BENCH_CHECKPOINT_URI=<postgresql URI> \
+        python -m benchmarks.durable.floor_worker hatchet <name>
 
 The jobs: a no-op (the engine floor), and the demo's `background-mock` graph run on LangGraph's
 `AsyncPostgresSaver` with `durability="sync"`, as a user of the engine would run a graph in it
 with nothing of LGOS (the engine + graph floor: one DBOS step, or one Hatchet task). The saver
 writes to the database that URI names, whose tables the benchmark set up.
 
-`benchmarks.durable` starts two of each, beside LGOS's own workers, with the same slots and
+`just bench-durable` starts two of each, beside LGOS's own workers, with the same slots and
 the same queue settings as `lgos worker`, and prints `floor.ready` once the worker takes jobs.
-The client half (enqueue or trigger, then wait for the result) lives in `benchmarks.durable`.
+The client half (enqueue or trigger, then wait for the result) lives in `benchmarks.durable.floors`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A bounded soak: 200 concurrent streams and 200 non-streaming clients for 60 s against one
 `lgos serve` process on loopback, reporting errors, latency percentiles and server memory.
 
-    uv run --with-requirements benchmarks/requirements.txt python -m benchmarks.soak
-    ... python -m benchmarks.soak --seconds 10 --streams 20 --clients 20   # a quick look
+    uv run --with-requirements benchmarks/requirements.txt python -m benchmarks.foreground.soak
+    ... python -m benchmarks.foreground.soak --seconds 10 --streams 20 --clients 20   # a quick look
 
 Every client loops until the deadline, then stops: the run is bounded in time and in
 concurrency. The server runs with LGOS's defaults (`lgos serve`'s protocol and limits, the
@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,7 +25,8 @@ from pathlib import Path
 
 import aiohttp
 
-from benchmarks.targets import REPO
+from benchmarks.common.machine import REPO
+from benchmarks.common.processes import free_port
 
 STREAM_BODY = {
     "model": "streaming-long-mock",
@@ -44,12 +44,6 @@ class Tally:
 
     def error(self, kind: str) -> None:
         self.errors[kind] = self.errors.get(kind, 0) + 1
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def rss_mb(pid: int, key: str = "VmRSS") -> float:
@@ -147,7 +141,9 @@ async def soak(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.soak", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.foreground.soak", description=__doc__
+    )
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--clients", type=int, default=200)

@@ -1,6 +1,6 @@
 """How many SQL statements LGOS's API sends per durable operation (not a test).
 
-    uv run python -m benchmarks.statements [--runs 20]
+    uv run python -m benchmarks.durable.statements [--runs 20]
 
 Serves the demo registry in this process (PostgreSQL persistence, on a throwaway database)
 and counts every statement psycopg's cursors execute, the engine clients' included:
@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from benchmarks.background import REGISTRY, database
+from benchmarks.durable.deployments import REGISTRY, database
 
 NO_DELAY = {"lgos_settings": '{"delay_seconds": 0}'}
 

@@ -114,7 +114,7 @@ def _registry(graph_config: Any, graph_registry: Any) -> Any:
 
 
 def create_registry(resources: Any) -> Any:
-    """Registry factory for `lgos serve benchmarks.graphs:create_registry`."""
+    """Registry factory for `lgos serve benchmarks.foreground.graphs:create_registry`."""
     from lgos import GraphConfig, GraphRegistry
 
     return _registry(GraphConfig, GraphRegistry)

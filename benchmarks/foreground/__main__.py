@@ -1,4 +1,4 @@
-"""Run the benchmarks: `python -m benchmarks [--quick | --smoke]`.
+"""The foreground suite: `just bench [--quick | --smoke]` (`python -m benchmarks.foreground`).
 
 Starts every target (bare, lgos, reference) as its own Uvicorn process pinned to one core, drives
 them from this process pinned to the other core, interleaving the targets batch by batch for
@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import load, report, targets
-from benchmarks.graphs import STREAM_CHUNKS
-from benchmarks.load import Scenario
+from benchmarks.common.machine import REPO
+from benchmarks.common.sizes import add_size_options, chosen_size
+from benchmarks.foreground import load, report, targets
+from benchmarks.foreground.graphs import STREAM_CHUNKS
+from benchmarks.foreground.load import Scenario
 
 SCENARIOS = (
     Scenario("chat c1", "chat", "echo", stream=False, concurrency=1),
@@ -32,7 +34,7 @@ SCENARIOS = (
 
 
 @dataclass(frozen=True)
-class Counts:
+class ForegroundCounts:
     passes: int
     c1: int  # non-streaming requests per batch at concurrency 1
     c32: int  # ... at concurrency 32
@@ -51,7 +53,7 @@ class Counts:
 
 
 MODES = {
-    "full": Counts(
+    "full": ForegroundCounts(
         passes=5,
         c1=400,
         c32=1500,
@@ -61,10 +63,10 @@ MODES = {
         rss_late=25000,
         warmup=200,
     ),
-    "quick": Counts(
+    "quick": ForegroundCounts(
         passes=3, c1=80, c32=250, streams=3, sleep=300, rss_early=1000, rss_late=1500, warmup=20
     ),
-    "smoke": Counts(
+    "smoke": ForegroundCounts(
         passes=1, c1=5, c32=40, streams=1, sleep=100, rss_early=100, rss_late=200, warmup=5
     ),
 }
@@ -104,7 +106,9 @@ async def _measured(
     return batch, target.cpu_seconds() - before
 
 
-async def _memory(target: targets.Target, session: Any, counts: Counts) -> dict[str, float]:
+async def _memory(
+    target: targets.Target, session: Any, counts: ForegroundCounts
+) -> dict[str, float]:
     """RSS idle, after `rss_early` and after `rss_late` non-streaming echo requests."""
     rss = {"idle": target.rss_mib()}
     chat, responses = SCENARIOS[1], SCENARIOS[3]
@@ -120,8 +124,8 @@ async def _memory(target: targets.Target, session: Any, counts: Counts) -> dict[
     return rss
 
 
-async def _run(servers: list[targets.Target], counts: Counts) -> report.Results:
-    results = report.Results(counts.rss_early, counts.rss_late, counts.passes)
+async def _run(servers: list[targets.Target], counts: ForegroundCounts) -> report.ForegroundResults:
+    results = report.ForegroundResults(counts.rss_early, counts.rss_late, counts.passes)
     sessions = {server.name: load.session(limit=128) for server in servers}
     try:
         for server in servers:
@@ -146,10 +150,8 @@ async def _run(servers: list[targets.Target], counts: Counts) -> report.Results:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    size = parser.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="fewer requests; under two minutes")
-    size.add_argument("--smoke", action="store_true", help="tiny counts: proves it runs (CI)")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.foreground", description=__doc__)
+    add_size_options(parser, quick="under two minutes")
     parser.add_argument(
         "--targets",
         default="bare,lgos,lgos-nostore,reference",
@@ -163,11 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         "benchmarks/.results/ for --quick and --smoke)",
     )
     args = parser.parse_args(argv)
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    mode = chosen_size(args)
     counts = MODES[mode]
-    out = args.out or (
-        targets.REPO / "docs" if mode == "full" else targets.REPO / "benchmarks" / ".results"
-    )
+    out = args.out or (REPO / "docs" if mode == "full" else REPO / "benchmarks" / ".results")
 
     names = [name.strip() for name in args.targets.split(",") if name.strip()]
     unknown = set(names) - {"bare", "lgos", "lgos-nostore", "reference"}

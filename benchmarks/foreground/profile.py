@@ -1,7 +1,7 @@
 """Profile one target under load with py-spy and print where its CPU time goes.
 
     uv run --with-requirements benchmarks/requirements.txt --with py-spy \\
-        python -m benchmarks.profile --target lgos --scenario "chat c32" --seconds 20
+        python -m benchmarks.foreground.profile --target lgos --scenario "chat c32" --seconds 20
 
 Prints, per request (or per 1000-chunk stream): own time by package, the top functions by own
 time, and the inclusive time of the target's own functions. Milliseconds are the server's CPU
@@ -21,8 +21,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks import load, targets
-from benchmarks.__main__ import SCENARIOS
+from benchmarks.common.machine import REPO
+from benchmarks.foreground import load, targets
+from benchmarks.foreground.__main__ import SCENARIOS
 
 RATE = 100  # samples per second
 # Leaf frames of threads that wait rather than run: py-spy cannot always tell them apart.
@@ -38,7 +39,7 @@ def _short(frame: str) -> str:
     """`function (path/to/file.py)` -> `package/file.py:function`, without machine paths."""
     function, _, location = frame.rpartition(" (")
     location = location.rstrip(")")
-    for marker in ("site-packages/", str(targets.REPO) + "/", "lib/python3."):
+    for marker in ("site-packages/", str(REPO) + "/", "lib/python3."):
         if marker in location:
             location = location.split(marker, 1)[1]
             if marker == "lib/python3.":
@@ -120,7 +121,9 @@ async def _drive(target: targets.Target, scenario: load.Scenario, seconds: float
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.foreground.profile", description=__doc__
+    )
     parser.add_argument("--target", default="lgos", choices=("bare", "lgos", "reference"))
     parser.add_argument("--scenario", default="chat c32", choices=[s.name for s in SCENARIOS])
     parser.add_argument("--seconds", type=float, default=20)
@@ -162,7 +165,11 @@ def main(argv: list[str] | None = None) -> int:
             target.stop()
         unit = "stream" if scenario.stream else "request"
         print(f"{args.target} / {scenario.name}:")
-        focus = {"bare": "benchmarks/", "lgos": "lgos/", "reference": "langgraph_openai_serve/"}
+        focus = {
+            "bare": "benchmarks/foreground/",
+            "lgos": "lgos/",
+            "reference": "langgraph_openai_serve/",
+        }
         print(summarize(raw, cpu, units, unit, args.top, focus[args.target]))
         per_sample = cpu / units * 1000 / max(1, sum(n for _, n in _stacks(raw)))
         for function in args.callees:

@@ -9,13 +9,13 @@ py-spy, for each of:
 - `lgos`: LGOS's app (PostgreSQL persistence, in-memory engine) through httpx's ASGI transport,
   so no socket or second process: the figure is the server's work plus httpx's client side;
 - `floor`: the review floor, LangGraph alone pausing and resuming the same graph on
-  `AsyncPostgresSaver` (`benchmarks.durable.LangGraphFloors`).
+  `AsyncPostgresSaver` (`benchmarks.durable.floors.LangGraphFloors`).
 
 Passes alternate between the two. Prints, per pass, each one's process CPU per round trip
-and their ratio, then where LGOS's CPU goes (`benchmarks.profile.summarize` over the measured
-round trips only, warm-up and set-up left out). CPU does not move with the machine's load the
-way wall time does; the durable benchmark's ratio is of wall times, which add the database's
-round trips (27 statements against the floor's 16, `benchmarks.statements`).
+and their ratio, then where LGOS's CPU goes (`benchmarks.foreground.profile.summarize` over
+the measured round trips only, warm-up and set-up left out). CPU does not move with the
+machine's load the way wall time does; the durable benchmark's ratio is of wall times, which add
+the database's round trips (27 statements against the floor's 16, `benchmarks.durable.statements`).
 """
 
 from __future__ import annotations
@@ -32,16 +32,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.profile import summarize
+from benchmarks.foreground.profile import summarize
 
 RATE = 250  # samples per second
 WARM_UP = 5
-MEASURED = "benchmarks/profile_review.py:measured"
+MEASURED = "benchmarks/durable/profile_review.py:measured"
 
 
 async def _lgos(runs: int) -> float:
-    from benchmarks.background import database
-    from benchmarks.statements import review_round_trip, served
+    from benchmarks.durable.deployments import database
+    from benchmarks.durable.statements import review_round_trip, served
 
     with database() as uri:
         async with served(uri, "memory") as http:
@@ -58,8 +58,8 @@ async def _floor(runs: int) -> float:
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
-    from benchmarks.background import database
-    from benchmarks.durable import LangGraphFloors
+    from benchmarks.durable.deployments import database
+    from benchmarks.durable.floors import LangGraphFloors
 
     with database() as uri:
         kwargs: dict[str, Any] = {
@@ -100,7 +100,7 @@ def _profile(which: str, runs: int, scratch: Path, spy: str) -> tuple[float, Pat
     child = [
         sys.executable,
         "-m",
-        "benchmarks.profile_review",
+        "benchmarks.durable.profile_review",
         "--child",
         which,
         "--runs",
@@ -129,7 +129,7 @@ def _profile(which: str, runs: int, scratch: Path, spy: str) -> tuple[float, Pat
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.profile_review", description=__doc__
+        prog="python -m benchmarks.durable.profile_review", description=__doc__
     )
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--passes", type=int, default=3)

@@ -1,7 +1,6 @@
 """The servers under test: each one Uvicorn process with one worker and the same settings."""
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -11,7 +10,9 @@ from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parent.parent
+from benchmarks.common import processes
+from benchmarks.common.machine import REPO
+
 REFERENCE_VERSION = "0.31.0"
 REFERENCE_ENV = Path("benchmarks") / ".venv-reference"
 
@@ -82,13 +83,13 @@ def lgos_available() -> bool:
 def commands(names: list[str]) -> dict[str, list[str]]:
     """The command line of each named target; installs the reference's environment if needed."""
     argvs = {
-        "bare": lambda: [sys.executable, "-m", "uvicorn", "benchmarks.bare:app"],
+        "bare": lambda: [sys.executable, "-m", "uvicorn", "benchmarks.foreground.bare:app"],
         "lgos": lambda: [
             sys.executable,
             "-c",
             "import sys; from lgos.cli import main; sys.argv[0] = 'lgos'; sys.exit(main())",
             "serve",
-            "benchmarks.graphs:create_registry",
+            "benchmarks.foreground.graphs:create_registry",
         ],
         # The same server with `store` off by default: what keeping every Response costs.
         "lgos-nostore": lambda: [
@@ -96,12 +97,12 @@ def commands(names: list[str]) -> dict[str, list[str]]:
             "-c",
             "import sys; from lgos.cli import main; sys.argv[0] = 'lgos'; sys.exit(main())",
             "serve",
-            "benchmarks.graphs:create_registry",
+            "benchmarks.foreground.graphs:create_registry",
         ],
         "reference": lambda: [
             str(ensure_reference_env()),
             "serve",
-            "benchmarks.graphs:create_reference_registry",
+            "benchmarks.foreground.graphs:create_reference_registry",
         ],
     }
     return {name: argvs[name]() for name in names}
@@ -111,12 +112,6 @@ def commands(names: list[str]) -> dict[str, list[str]]:
 ENVIRONMENTS = {"lgos-nostore": {"LGOS_STORE_RESPONSES": "false"}}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class Target:
     """One running server process."""
@@ -124,7 +119,7 @@ class Target:
     name: str
     argv: list[str]
     core: int | None
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=processes.free_port)
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
@@ -168,11 +163,5 @@ class Target:
         return self.info.memory_info().rss / 2**20
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        if self.process is not None:
+            processes.stop(self.process, grace=15)

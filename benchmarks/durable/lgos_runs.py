@@ -1,0 +1,177 @@
+"""LGOS's side of each measurement, through the official SDK against a running deployment."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from typing import Any
+
+import httpx
+from openai import AsyncOpenAI
+
+from benchmarks.durable.timing import (
+    BURST_POLL_SECONDS,
+    IN_FLIGHT,
+    POLL_SECONDS,
+    burst_rate,
+    median_ms,
+)
+
+NO_DELAY = {"lgos_settings": '{"delay_seconds": 0}'}
+# The tailed run sleeps this long (the graph's maximum) while ticks are appended to its log.
+TAIL_RUN_DELAY = {"lgos_settings": '{"delay_seconds": 300}'}
+TICK_BASE = 10_000  # sequence numbers of the appended ticks: above anything the worker writes
+
+
+async def until_completed(
+    client: AsyncOpenAI, response_id: str, poll: float = POLL_SECONDS
+) -> None:
+    while True:
+        response = await client.responses.retrieve(response_id)
+        if response.status == "completed":
+            return
+        if response.status not in ("queued", "in_progress"):
+            raise RuntimeError(f"{response_id} ended {response.status}")
+        await asyncio.sleep(poll)
+
+
+async def create(client: AsyncOpenAI, text: str) -> str:
+    accepted = await client.responses.create(
+        model="background-mock", input=text, background=True, metadata=NO_DELAY
+    )
+    return accepted.id
+
+
+async def latencies(client: AsyncOpenAI, runs: int) -> list[float]:
+    """Seconds from create to completed, one background run at a time."""
+    seconds = []
+    for index in range(runs):
+        started = time.perf_counter()
+        await until_completed(client, await create(client, f"latency {index}"))
+        seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+async def lgos_latency(client: AsyncOpenAI, runs: int) -> float:
+    return median_ms(await latencies(client, runs))
+
+
+async def lgos_burst(client: AsyncOpenAI, burst: int) -> float:
+    in_flight = asyncio.Semaphore(IN_FLIGHT)
+
+    async def one(index: int) -> None:
+        async with in_flight:
+            response_id = await create(client, f"burst {index}")
+        await until_completed(client, response_id, poll=BURST_POLL_SECONDS)
+
+    return await burst_rate(burst, one)
+
+
+async def _answered(client: AsyncOpenAI, response: Any, background: bool) -> Any:
+    if background:
+        await until_completed(client, response.id)
+        response = await client.responses.retrieve(response.id)
+    return response
+
+
+async def lgos_review(
+    client: AsyncOpenAI, runs: int, *, background: bool, store: bool = True
+) -> float:
+    seconds = []
+    for index in range(runs):
+        started = time.perf_counter()
+        paused = await _answered(
+            client,
+            await client.responses.create(
+                model="background-interrupt",
+                input=f"review {index}",
+                metadata=NO_DELAY,
+                background=background,
+                store=store,
+            ),
+            background,
+        )
+        calls = [item for item in paused.output if item.type == "function_call"]
+        assert calls, "the review graph did not pause"
+        assert calls[0].name == "lgos_interrupt"
+        final = await _answered(
+            client,
+            await client.responses.create(
+                model="background-interrupt",
+                previous_response_id=paused.id,
+                input=[
+                    {
+                        "type": "function_call_output",
+                        "call_id": calls[0].call_id,
+                        "output": "approve",
+                    }
+                ],
+                metadata=NO_DELAY,
+                background=background,
+                store=store,
+            ),
+            background,
+        )
+        assert final.status == "completed", final.status
+        assert final.output_text, "no final answer"
+        seconds.append(time.perf_counter() - started)
+    return median_ms(seconds)
+
+
+async def stream_tail(base_url: str, events: Any, ticks: int) -> list[float]:
+    """Tail a streamed background run; append `ticks` events to its log one at a time (as its
+    worker would) and time each from the append call to the client reading it."""
+    from lgos.wire import ids
+
+    received: dict[int, float] = {}
+    arrived = asyncio.Condition()
+    idle = asyncio.Event()  # the worker wrote its events before its long sleep
+    response_id: list[str] = []
+
+    async def read(http: httpx.AsyncClient) -> None:
+        body = {
+            "model": "background-mock",
+            "input": "tail",
+            "background": True,
+            "stream": True,
+            "metadata": TAIL_RUN_DELAY,
+        }
+        async with http.stream("POST", f"{base_url}/v1/responses", json=body) as stream:
+            async for line in stream.aiter_lines():
+                if not line.startswith("data: "):
+                    continue
+                event = json.loads(line[6:])
+                now = time.perf_counter()
+                if event["type"] == "response.created":
+                    response_id.append(event["response"]["id"])
+                if event["type"] == "response.output_item.done":
+                    idle.set()  # the commentary ("Preparing the report") is all written
+                async with arrived:
+                    received[int(event["sequence_number"])] = now
+                    arrived.notify_all()
+
+    samples = []
+    async with httpx.AsyncClient(timeout=httpx.Timeout(30, read=600)) as http:
+        reader = asyncio.create_task(read(http))
+        try:
+            await asyncio.wait_for(idle.wait(), 120)
+            parsed = ids.parse_run_response_id(response_id[0])
+            assert parsed is not None
+            for tick in range(ticks):
+                number = TICK_BASE + tick
+                # Idle between ticks, so the tail is waiting when each event lands.
+                await asyncio.sleep(random.uniform(0.03, 0.06))
+                started = time.perf_counter()
+                await events.append(
+                    parsed.nonce, [{"type": "lgos_bench.tick", "sequence_number": number}]
+                )
+                async with arrived:
+                    await asyncio.wait_for(arrived.wait_for(lambda n=number: n in received), 10)
+                samples.append((received[number] - started) * 1000)
+            await http.post(f"{base_url}/v1/responses/{response_id[0]}/cancel")
+            await asyncio.wait_for(reader, 60)
+        finally:
+            reader.cancel()
+    return samples
