@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import FastAPI
 
 from lgos.core.background import BackgroundBackend
@@ -51,6 +53,19 @@ class LanggraphOpenaiServe:
             limits=limits,
         )
         self.app.state.graph_registry = registry
+        self.owner_scope = owner_scope or checkpoint_scope
+        self.max_body_bytes = (limits or RequestLimits()).max_body_bytes
+        self.mcp: Any = None  # the McpEndpoint, once bound
+
+    def bind_mcp(self, path: str = "/mcp") -> LanggraphOpenaiServe:
+        """The same graphs as MCP tools at `path` (needs the `mcp` extra). The host's lifespan
+        must enter `self.mcp.lifespan()`, which runs the MCP session manager."""
+        from lgos.protocols.mcp import McpEndpoint
+
+        self.mcp = McpEndpoint(self.registry, self.owner_scope, max_body_bytes=self.max_body_bytes)
+        # First, so a catch-all of the OpenAI routes (prefix "/") cannot shadow it.
+        self.app.router.routes[0:0] = self.mcp.routes(path)
+        return self
 
     def bind_openai_api(self, prefix: str = "/v1") -> LanggraphOpenaiServe:
         prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
