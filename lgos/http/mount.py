@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -57,12 +58,20 @@ class LanggraphOpenaiServe:
         self.max_body_bytes = (limits or RequestLimits()).max_body_bytes
         self.mcp: Any = None  # the McpEndpoint, once bound
 
-    def bind_mcp(self, path: str = "/mcp") -> LanggraphOpenaiServe:
-        """The same graphs as MCP tools at `path` (needs the `mcp` extra). The host's lifespan
+    def bind_mcp(
+        self, path: str = "/mcp", allowed_origins: Sequence[str] = ()
+    ) -> LanggraphOpenaiServe:
+        """The same graphs as MCP tools at `path` (needs the `mcp` extra); browser pages are
+        refused unless their origin is loopback or in `allowed_origins`. The host's lifespan
         must enter `self.mcp.lifespan()`, which runs the MCP session manager."""
         from lgos.protocols.mcp import McpEndpoint
 
-        self.mcp = McpEndpoint(self.registry, self.owner_scope, max_body_bytes=self.max_body_bytes)
+        self.mcp = McpEndpoint(
+            self.registry,
+            self.owner_scope,
+            max_body_bytes=self.max_body_bytes,
+            allowed_origins=allowed_origins,
+        )
         # First, so a catch-all of the OpenAI routes (prefix "/") cannot shadow it.
         self.app.router.routes[0:0] = self.mcp.routes(path)
         return self

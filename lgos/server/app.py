@@ -252,7 +252,8 @@ def create_app(
                 limits=limits,
             ).bind_openai_api(settings.OPENAI_API_PREFIX)
             if settings.ENABLE_MCP and mcp_installed():
-                await stack.enter_async_context(serve.bind_mcp(settings.MCP_PATH).mcp.lifespan())
+                serve.bind_mcp(settings.MCP_PATH, allowed_origins=settings.CORS_ORIGINS)
+                await stack.enter_async_context(serve.mcp.lifespan())
             tasks = [asyncio.create_task(watch_file_descriptors())]
             if settings.RESPONSE_SWEEP_INTERVAL_MINUTES > 0 and resources.response_store:
                 tasks.append(asyncio.create_task(sweep_stored_responses(resources, settings)))

@@ -7,6 +7,7 @@ pause is an `input_required` result the client answers on its retry).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -81,7 +82,7 @@ async def test_the_tools_are_the_registry_with_the_listing_schema(
         **listed,
         "description": "Settings for this run; omitted ones keep their defaults.",
     }
-    assert schema["required"] == ["input"]
+    assert schema["additionalProperties"] is False
     approval = tools["interruptible-approval"].input_schema["properties"]
     assert {"review_id", "answer"} <= set(approval)
 
@@ -245,3 +246,110 @@ async def test_bad_calls_are_protocol_or_tool_errors(server: Process, era: str) 
         assert result.is_error, result
     assert "input" in text_of(wrong_type)
     assert "audience" in text_of(bad_setting)
+
+
+def test_a_page_of_another_site_is_refused(server: Process) -> None:
+    """DNS rebinding: a foreign Origin gets a 403, a loopback one and none are served."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"},
+        },
+    }
+    headers = {"accept": "application/json, text/event-stream"}
+
+    def post(origin: str | None) -> httpx2.Response:
+        extra = {"origin": origin} if origin else {}
+        return httpx2.post(mcp_url(server), json=initialize, headers=headers | extra, timeout=30)
+
+    refused = post("http://evil.example.com")
+    assert refused.status_code == 403
+    assert refused.json()["error"]["message"] == "Origin not allowed."
+    assert post("http://localhost:3000").status_code == 200
+    assert post(None).status_code == 200
+
+
+def _initialized_session(server: Process) -> dict[str, str]:
+    """Headers of a handshake-era session, opened by hand."""
+    headers = {"accept": "application/json, text/event-stream"}
+    opened = httpx2.post(
+        mcp_url(server),
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "probe", "version": "1"},
+            },
+        },
+        headers=headers,
+        timeout=30,
+    )
+    assert opened.status_code == 200
+    session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"]}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert httpx2.post(mcp_url(server), json=initialized, headers=session, timeout=30).is_success
+    return {**session, "mcp-protocol-version": "2025-11-25"}
+
+
+def _rpc_error(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON-RPC error of a reply sent as JSON or as one SSE event."""
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        # The first event may be an empty priming one (SSE resumability).
+        text = next(
+            line[5:] for line in text.splitlines() if line.startswith("data:") and line[5:].strip()
+        )
+    body = json.loads(text)
+    assert "error" in body, body
+    return dict(body["error"])
+
+
+def test_malformed_json_rpc_gets_protocol_errors_and_no_5xx(server: Process) -> None:
+    session = _initialized_session(server)
+    url = mcp_url(server)
+
+    def post(body: Any, headers: dict[str, str] = session) -> httpx2.Response:
+        if isinstance(body, bytes):
+            typed = {**headers, "content-type": "application/json"}
+            return httpx2.post(url, content=body, headers=typed, timeout=30)
+        return httpx2.post(url, json=body, headers=headers, timeout=30)
+
+    call = {"name": "simple-graph", "arguments": "hello"}
+    replies = {
+        "not json": post(b"{nope"),
+        "not an object": post([1, 2]),
+        "no method": post({"jsonrpc": "2.0", "id": 2}),
+        "unknown method": post({"jsonrpc": "2.0", "id": 3, "method": "graphs/run"}),
+        "arguments not an object": post(
+            {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": call}
+        ),
+        "unknown session": post(
+            {"jsonrpc": "2.0", "id": 5, "method": "tools/list"},
+            {**session, "mcp-session-id": "no-such-session"},
+        ),
+    }
+    statuses = {name: reply.status_code for name, reply in replies.items()}
+    assert all(status < 500 for status in statuses.values()), statuses
+    assert _rpc_error(replies["not json"])["code"] == types.PARSE_ERROR
+    assert _rpc_error(replies["unknown method"])["code"] == types.METHOD_NOT_FOUND
+    assert _rpc_error(replies["arguments not an object"])["code"] == types.INVALID_PARAMS
+    assert statuses["unknown session"] == 404
+
+
+def test_a_huge_argument_is_refused_before_it_runs(server: Process) -> None:
+    session = _initialized_session(server)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 6,
+        "method": "tools/call",
+        "params": {"name": "simple-graph", "arguments": {"input": "x" * (5 * 1024 * 1024)}},
+    }
+    reply = httpx2.post(mcp_url(server), json=call, headers=session, timeout=60)
+    assert reply.status_code == 413

@@ -23,10 +23,11 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from importlib import metadata
 from typing import Any
+from urllib.parse import urlsplit
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -34,8 +35,11 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lgos.core.errors import SERVER_ERROR_MESSAGE, InvalidRequestError, LgosError, NotFoundError
 from lgos.core.registry import GraphConfig, GraphRegistry
@@ -53,6 +57,7 @@ SHARED_OWNER_SCOPE = "default"
 # Refusals in a row before the call stops asking and leaves the review waiting (a client that
 # answers by itself must not loop forever).
 MAX_ASKS = 10
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 class McpEndpoint:
@@ -69,8 +74,10 @@ class McpEndpoint:
         *,
         version: str | None = None,
         max_body_bytes: int | None = None,
+        allowed_origins: Sequence[str] = (),
     ) -> None:
         self.registry = registry
+        self.allowed_origins = frozenset(allowed_origins)
         self.owner_scope = owner_scope
         self.server: Server[Any] = Server(
             "lgos",
@@ -90,7 +97,8 @@ class McpEndpoint:
         return self.manager.run()
 
     def routes(self, path: str = "/mcp") -> list[BaseRoute]:
-        return [Route(path, StreamableHTTPASGIApp(self.manager), include_in_schema=False)]
+        app = OriginGuard(StreamableHTTPASGIApp(self.manager), self.allowed_origins)
+        return [Route(path, app, include_in_schema=False)]
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -140,6 +148,38 @@ class McpEndpoint:
         if inspect.isawaitable(scope):
             scope = await scope
         return scope
+
+
+class OriginGuard:
+    """Refuses browser pages from other sites (the spec's defence against DNS rebinding).
+
+    MCP clients are programs (gateways, chat UIs' back ends, agents) and send no `Origin`;
+    a browser does, and a page of another site that reached this server through a rebound
+    name would otherwise drive its tools. Allowed: no Origin, a loopback origin, and the
+    server's CORS origins (LGOS_CORS_ORIGINS).
+    """
+
+    def __init__(self, app: ASGIApp, allowed: frozenset[str]) -> None:
+        self.app = app
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        origin = Headers(scope=scope).get("origin")
+        if scope["type"] == "http" and origin is not None and not self._allows(origin):
+            body = {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": types.INVALID_REQUEST, "message": "Origin not allowed."},
+            }
+            await JSONResponse(body, status_code=403)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _allows(self, origin: str) -> bool:
+        if origin in self.allowed or "*" in self.allowed:
+            return True
+        host = urlsplit(origin).hostname
+        return host in LOOPBACK_HOSTS
 
 
 class ToolCall:

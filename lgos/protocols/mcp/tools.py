@@ -1,6 +1,7 @@
 """A registry graph as an MCP tool: its listing entry, and its arguments decoded and checked.
 
-The tool takes the graph's input as one message (`input`) and, when the graph has client
+The tool takes the graph's input as one message (`input`; without it the graph runs on an
+empty conversation, as a graph that needs no prompt does) and, when the graph has client
 settings, the same settings object the model listing describes (`settings`). A graph that
 pauses for review also takes `review_id` and `answer`, so a client that cannot show forms
 answers a waiting review with a second call.
@@ -38,7 +39,11 @@ def input_schema(config: GraphConfig) -> dict[str, Any]:
             "maxLength": MAX_INPUT_CHARS,
         }
     }
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    schema: dict[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": properties,
+    }
     if config.client_settings is not None:
         settings = dict(config.client_settings.json_schema())
         settings.pop("$schema", None)
@@ -57,8 +62,6 @@ def input_schema(config: GraphConfig) -> dict[str, Any]:
             "description": "The answer to the review named by review_id.",
             "maxLength": MAX_INPUT_CHARS,
         }
-    else:
-        schema["required"] = [INPUT]
     schema["additionalProperties"] = False
     return schema
 
@@ -88,8 +91,6 @@ def decode_arguments(
     review_id, answer = values.get(REVIEW_ID), values.get(ANSWER)
     if (review_id is None) != (answer is None):
         raise InvalidRequestError(f"Pass '{REVIEW_ID}' and '{ANSWER}' together.")
-    if review_id is None and INPUT not in values:
-        raise InvalidRequestError(f"Missing argument '{INPUT}'.")
     settings = None
     if config.client_settings is not None:
         raw = values.get(SETTINGS)
