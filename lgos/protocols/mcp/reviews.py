@@ -152,8 +152,9 @@ def waiting_text(model: str, questions: list[Question]) -> str:
             lines.append("Choices: " + ", ".join(question.choices))
         if question.mode == "fields":
             lines.append("Answer with JSON matching: " + json.dumps(question.requested_schema))
+        # "this tool": behind a gateway the tool has another name (LiteLLM prefixes it).
         lines.append(
-            f"To answer, call the tool '{model}' again with "
+            "To answer, call this tool again with "
             + json.dumps({"review_id": question.review_id, "answer": "<your answer>"})
         )
     return "\n".join(lines)
