@@ -47,17 +47,20 @@ MAY_IMPORT = read_layer_table(ARCHITECTURE.read_text())
 # below HTTP, LangGraph out of the wire formats, and optional extras inside integrations/.
 EXTRAS = frozenset({"psycopg", "psycopg_pool", "dbos", "hatchet_sdk", "langfuse", "sqlalchemy"})
 WEB = frozenset({"fastapi", "starlette", "uvicorn"})
+# The agent-protocol SDKs (extras too) stay inside protocols/.
+AGENT_SDKS = frozenset({"mcp", "mcp_types", "a2a"})
 FORBIDDEN: dict[str, frozenset[str]] = {
-    "core": WEB | EXTRAS | {"openai"},
-    "run": WEB | EXTRAS | {"openai"},
-    "wire": WEB | EXTRAS | {"langgraph", "openai"},
-    "service": WEB | EXTRAS | {"openai"},
-    "background": WEB | EXTRAS | {"openai"},
-    "http": EXTRAS | {"langgraph", "openai"},
-    "integrations": WEB | {"openai"},
-    "server": EXTRAS | {"openai"},
-    "cli": EXTRAS | {"openai"},
-    "front door": WEB | EXTRAS | {"openai"},
+    "core": WEB | EXTRAS | AGENT_SDKS | {"openai"},
+    "run": WEB | EXTRAS | AGENT_SDKS | {"openai"},
+    "wire": WEB | EXTRAS | AGENT_SDKS | {"langgraph", "openai"},
+    "service": WEB | EXTRAS | AGENT_SDKS | {"openai"},
+    "background": WEB | EXTRAS | AGENT_SDKS | {"openai"},
+    "protocols": EXTRAS | {"langgraph", "openai"},
+    "http": EXTRAS | AGENT_SDKS | {"langgraph", "openai"},
+    "integrations": WEB | AGENT_SDKS | {"openai"},
+    "server": EXTRAS | AGENT_SDKS | {"openai"},
+    "cli": EXTRAS | AGENT_SDKS | {"openai"},
+    "front door": WEB | EXTRAS | AGENT_SDKS | {"openai"},
 }
 
 

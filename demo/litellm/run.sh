@@ -2,6 +2,7 @@
 # Start the LiteLLM proxy from its own venv (created by setup.sh) in front of
 # an LGOS API. Every setting has a local default and can be overridden:
 #   LGOS_API_BASE_URL   upstream LGOS API           (http://127.0.0.1:8000/v1)
+#   LGOS_MCP_URL        upstream MCP endpoint       (the API's /mcp)
 #   LITELLM_HOST/PORT   where the proxy listens     (127.0.0.1:4000)
 #   LITELLM_MASTER_KEY  client key for the proxy    (a fixed development value)
 set -euo pipefail
@@ -13,6 +14,8 @@ if [[ ! -x "$here/.venv/bin/litellm" ]]; then
 fi
 
 export LGOS_API_BASE_URL="${LGOS_API_BASE_URL:-http://127.0.0.1:8000/v1}"
+# The MCP endpoint beside it (LGOS_MCP_PATH on the API side).
+export LGOS_MCP_URL="${LGOS_MCP_URL:-${LGOS_API_BASE_URL%/v1}/mcp}"
 export LGOS_API_KEY="${LGOS_API_KEY:-lgos-local-no-auth}"
 # Development default, deliberately not secret-looking; set your own anywhere
 # the proxy is reachable by others.

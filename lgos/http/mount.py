@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from fastapi import FastAPI
 
 from lgos.core.background import BackgroundBackend
@@ -50,6 +53,27 @@ class LanggraphOpenaiServe:
             store_by_default=store_by_default,
             limits=limits,
         )
+        self.owner_scope = owner_scope or checkpoint_scope
+        self.max_body_bytes = (limits or RequestLimits()).max_body_bytes
+        self.mcp: Any = None  # the McpEndpoint, once bound
+
+    def bind_mcp(
+        self, path: str = "/mcp", allowed_origins: Sequence[str] = ()
+    ) -> LanggraphOpenaiServe:
+        """The same graphs as MCP tools at `path` (needs the `mcp` extra); browser pages are
+        refused unless their origin is loopback or in `allowed_origins`. The host's lifespan
+        must enter `self.mcp.lifespan()`, which runs the MCP session manager."""
+        from lgos.protocols.mcp import McpEndpoint
+
+        self.mcp = McpEndpoint(
+            self.registry,
+            self.owner_scope,
+            max_body_bytes=self.max_body_bytes,
+            allowed_origins=allowed_origins,
+        )
+        # First, so a catch-all of the OpenAI routes (prefix "/") cannot shadow it.
+        self.app.router.routes[0:0] = self.mcp.routes(path)
+        return self
 
     def bind_openai_api(self, prefix: str = "/v1") -> LanggraphOpenaiServe:
         prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""

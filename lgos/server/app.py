@@ -242,7 +242,7 @@ def create_app(
                 max_body_bytes=settings.MAX_BODY_BYTES,
                 body_timeout_seconds=settings.BODY_TIMEOUT_SECONDS,
             )
-            LanggraphOpenaiServe(
+            serve = LanggraphOpenaiServe(
                 registry,
                 app,
                 owner_scope=header_scope(settings.SCOPE_HEADER),
@@ -251,6 +251,9 @@ def create_app(
                 store_by_default=settings.STORE_RESPONSES,
                 limits=limits,
             ).bind_openai_api(settings.OPENAI_API_PREFIX)
+            if settings.ENABLE_MCP and mcp_installed():
+                serve.bind_mcp(settings.MCP_PATH, allowed_origins=settings.CORS_ORIGINS)
+                await stack.enter_async_context(serve.mcp.lifespan())
             tasks = [asyncio.create_task(watch_file_descriptors())]
             if settings.RESPONSE_SWEEP_INTERVAL_MINUTES > 0 and resources.response_store:
                 tasks.append(asyncio.create_task(sweep_stored_responses(resources, settings)))
@@ -280,6 +283,19 @@ def create_app(
             expose_headers=["X-Request-ID"],
         )
     return app
+
+
+def mcp_installed() -> bool:
+    """MCP is on by default but an extra: without it the OpenAI API serves alone, and says so."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is not None:
+        return True
+    logger.warning(
+        "server.mcp.unavailable",
+        extra={"detail": "install lgos[mcp] to serve MCP, or set LGOS_ENABLE_MCP=false"},
+    )
+    return False
 
 
 def app_from_environment() -> FastAPI:

@@ -52,6 +52,10 @@ class ServerSettings(BaseSettings):
     # front of the API; it separates stored Responses, Conversations, pauses and background
     # runs. Unset: one shared scope.
     SCOPE_HEADER: str | None = None
+    # The graphs as MCP tools (Streamable HTTP) at this path, beside the OpenAI API; needs the
+    # `mcp` extra. docs/mcp-a2a.md.
+    ENABLE_MCP: bool = True
+    MCP_PATH: str = "/mcp"
 
     @field_validator("OPENAI_API_PREFIX")
     @classmethod
@@ -59,6 +63,13 @@ class ServerSettings(BaseSettings):
         if not value.startswith("/"):
             raise ValueError("must start with '/'")
         return value.rstrip("/") or "/"
+
+    @field_validator("MCP_PATH")
+    @classmethod
+    def _mcp_path(cls, value: str) -> str:
+        if not value.startswith("/") or value.rstrip("/") == "":
+            raise ValueError("must start with '/' and name a path, such as '/mcp'")
+        return value.rstrip("/")
 
     @classmethod
     def from_environment(cls, **overrides: Any) -> ServerSettings:

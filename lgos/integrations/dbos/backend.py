@@ -44,6 +44,10 @@ class DBOSBackgroundBackend:
     answers every poll, and was most of the API's CPU under load.
     """
 
+    # Capabilities (`BackgroundBackend`): it streams when given `events`; DBOS records a
+    # run's end as the workflow returns, so polls need no logged result.
+    results_in_log = False
+
     def __init__(
         self,
         client: DBOSClient,
