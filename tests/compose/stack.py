@@ -35,7 +35,12 @@ PORTS = (
 
 
 def log(message: str) -> None:
-    print(f"compose-stack: {message}", file=sys.stderr, flush=True)
+    """Progress a CI log should show (the harness swaps in pytest's terminal writer)."""
+    emit(f"compose-stack: {message}")
+
+
+def emit(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def engine_host() -> str | None:

@@ -22,6 +22,7 @@ import pytest
 from tests.support.started import StartFailure, require, start_once
 
 from . import images
+from . import stack as harness
 from .stack import REPO, Stack, engine_host, log, running
 
 # The stack's start has its own deadlines; each test times only its own body.
@@ -43,6 +44,11 @@ def stack(
     if host is None:
         pytest.skip("no Docker engine answers (scripts/setup-docker.sh says why)")
     os.environ["DOCKER_HOST"] = host  # images.py's docker calls
+    # Builds, health and suite counts go to the run's own output, not to captured stderr.
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        harness.emit = lambda line: reporter.write_line(line)  # type: ignore[attr-defined]
+        images.log = lambda message: reporter.write_line(f"images: {message}")  # type: ignore[attr-defined]
     profile = str(request.param)
     profiles, services = PROFILES[profile]
     what = f"the compose stack ({profile} profile)"
