@@ -95,7 +95,8 @@ def label_of(image: str) -> str | None:
         "image",
         "inspect",
         "-f",
-        f"{{{{ index .Config.Labels {LABEL!r} }}}}",
+        # A Go template: the label's name in double quotes.
+        "{{ index .Config.Labels " + f'"{LABEL}"' + " }}",
         image,
         capture_output=True,
     )

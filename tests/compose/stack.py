@@ -214,7 +214,10 @@ class Stack:
                     raise StackError(f"{name} exited with {state.get('ExitCode')}")
                 if state.get("Health") == "unhealthy":
                     raise StackError(f"{name} is unhealthy")
-                if not one_shot and state.get("Health") not in ("healthy", ""):
+                # A crashing service restarts (restart: unless-stopped): it is not up either.
+                if not one_shot and (
+                    state.get("State") != "running" or state.get("Health") not in ("healthy", "")
+                ):
                     waiting.append(name)
             if not waiting:
                 return
