@@ -196,7 +196,7 @@ def build(image: Image, bases: dict[str, tuple[str, str]]) -> str:
     with tempfile.TemporaryDirectory(prefix="lgos-standin-") as context:
         shutil.copytree(STANDINS / image.recipe, context, dirs_exist_ok=True)
         for name, source in image.files.items():
-            shutil.copyfile(source, Path(context) / name)
+            shutil.copy(source, Path(context) / name)  # with its mode: binaries stay executable
         arg = "BASE" if image.base == "base" else "PYTHON"
         result = docker(
             "build",

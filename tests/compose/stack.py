@@ -186,7 +186,8 @@ class Stack:
         for service in list(needed):
             needed |= set(config[service].get("depends_on", {}) or {})  # type: ignore[arg-type]
         built: dict[str, str] = {}
-        for name in sorted(needed):
+        # (A dependency outside the active profiles, `required: false`, is not in the config.)
+        for name in sorted(needed & set(config)):
             if "build" in config[name]:
                 built.setdefault(str(config[name]["image"]), name)
         if built:
