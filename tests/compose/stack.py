@@ -213,8 +213,7 @@ class Stack:
                 one_shot = state.get("State") == "exited"
                 if one_shot and state.get("ExitCode") != 0:
                     raise StackError(f"{name} exited with {state.get('ExitCode')}")
-                if state.get("Health") == "unhealthy":
-                    raise StackError(f"{name} is unhealthy")
+                # "unhealthy" is not final (a slow start recovers): the deadline decides.
                 # A crashing service restarts (restart: unless-stopped): it is not up either.
                 if not one_shot and (
                     state.get("State") != "running" or state.get("Health") not in ("healthy", "")
