@@ -1,6 +1,8 @@
 # Image for the LGOS API (`lgos serve`), the background worker (`lgos worker`)
 # and the one-shot migration job of compose.yaml. Build context: the repo root.
-FROM python:3.11-slim-bookworm
+# compose.yaml passes DEMO_PYTHON_IMAGE here (a mirror or a stand-in of the same image).
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+FROM ${PYTHON_IMAGE}
 
 # uv from PyPI (pinned like the machines that develop this repo use it).
 RUN pip install --no-cache-dir uv==0.13.9

@@ -1,6 +1,8 @@
 # Image for the Chainlit UI. Build context: demo/chainlit (its requirements.txt
 # pins the UI's own dependencies; the app never imports lgos).
-FROM python:3.11-slim-bookworm
+# compose.yaml passes DEMO_PYTHON_IMAGE here (a mirror or a stand-in of the same image).
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+FROM ${PYTHON_IMAGE}
 
 WORKDIR /app
 ENV PYTHONUNBUFFERED=1

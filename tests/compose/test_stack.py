@@ -1,0 +1,251 @@
+"""compose.yaml up under a real Docker engine, with the live suites run against its ports.
+
+Every run: the hatchet profile (API, worker, Hatchet engine, LiteLLM), the three live suites
+against it. `LGOS_COMPOSE_ALL=1` (what `just demo/test-compose --all` sets) adds both UIs and a
+second stack in the dbos profile. Images come from tests/compose/images.py (pulled, or stand-ins
+built here); the engine from scripts/setup-docker.sh. Without an engine the tests skip with why.
+
+The stack starts once per profile, with its own deadlines (builds, then health): a stack that
+does not come up fails the first test with `docker compose logs` of the failing services, and
+the later ones skip pointing at it (tests/support/started.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.started import StartFailure, require, start_once
+
+from . import images
+from . import stack as harness
+from .stack import REPO, Stack, engine_host, log, running
+
+# The stack's start has its own deadlines; each test times only its own body.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
+
+FULL = os.environ.get("LGOS_COMPOSE_ALL") == "1"
+UIS = ["chainlit", "openwebui", "openwebui-sync"]
+PROFILES = {
+    "hatchet": (["hatchet"], ["api", "worker", "litellm"]),
+    "dbos": (["dbos"], ["api-dbos", "worker-dbos", "litellm"]),
+}
+
+
+@pytest.fixture(scope="module", params=["hatchet", "dbos"] if FULL else ["hatchet"])
+def stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack | StartFailure]:
+    host = engine_host()
+    if host is None:
+        pytest.skip("no Docker engine answers (scripts/setup-docker.sh says why)")
+    os.environ["DOCKER_HOST"] = host  # images.py's docker calls
+    # Builds, health and suite counts go to the run's own output, not to captured stderr.
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        harness.emit = lambda line: reporter.write_line(line)  # type: ignore[attr-defined]
+        images.log = lambda message: reporter.write_line(f"images: {message}")  # type: ignore[attr-defined]
+    profile = str(request.param)
+    profiles, services = PROFILES[profile]
+    what = f"the compose stack ({profile} profile)"
+
+    def images_for_compose() -> dict[str, str]:
+        return images.ensure(full=FULL)
+
+    variables = start_once(f"the images of {what}", images_for_compose)
+    if isinstance(variables, StartFailure):
+        yield variables
+        return
+    stack = Stack(
+        directory=REPO,
+        profiles=profiles,
+        services=services + (UIS if FULL else []),
+        workdir=tmp_path_factory.mktemp(f"compose-{profile}"),
+        variables=variables,
+        host=host,
+    )
+    with running_or_failure(stack, what) as started:
+        yield started
+
+
+class running_or_failure:  # noqa: N801 - used as a context manager, reads as one
+    """`running(stack)`, or the failure to come up as a value (see started.py)."""
+
+    def __init__(self, stack: Stack, what: str) -> None:
+        self.context = running(stack)
+        self.what = what
+
+    def __enter__(self) -> Stack | StartFailure:
+        return start_once(self.what, self.context.__enter__)
+
+    def __exit__(self, *exc: object) -> None:
+        self.context.__exit__(None, None, None)
+
+
+def live_suite(recipe: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`just demo/<recipe> ...` as a developer types it; its summary line is logged."""
+    result = subprocess.run(
+        ["just", f"demo/{recipe}", *args, "-q", "-p", "no:cacheprovider"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=840,
+        env={key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")},
+    )
+    summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
+    log(f"just demo/{recipe}: {summary}")
+    return result
+
+
+@pytest.mark.parametrize(
+    ("recipe", "target"),
+    [
+        ("test-direct", "api"),
+        ("test-litellm", "gateway"),
+        ("test-background-gateway", "gateway"),
+    ],
+)
+def test_the_live_suites_pass_against_the_compose_ports(
+    stack: Stack | StartFailure, recipe: str, target: str
+) -> None:
+    started = require(stack)
+    api, gateway = started.url("LGOS_API_PORT"), started.url("LITELLM_PORT")
+    args = ["--base-url", api] if target == "api" else ["--base-url", gateway]
+    if recipe == "test-litellm":
+        args += ["--api-url", api]
+    result = live_suite(recipe, *args)
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-3000:]
+    assert " passed" in result.stdout
+
+
+def test_every_started_service_is_healthy_or_done(stack: Stack | StartFailure) -> None:
+    """What `docker compose ps` shows a user after `up`: long-running services healthy,
+    one-shot jobs (migrate, hatchet-token, openwebui-sync) exited 0."""
+    started = require(stack)
+    states = started.states()
+    assert set(started.services) <= set(states)
+    for name, state in states.items():
+        if state["State"] == "exited":
+            assert state["ExitCode"] == 0, name
+        else:
+            assert state["State"] == "running", (name, state)
+            assert state.get("Health") in ("healthy", ""), (name, state)
+
+
+def test_the_uis_answer_on_the_compose_ports(stack: Stack | StartFailure) -> None:
+    if not FULL:
+        pytest.skip("the UIs run with `just demo/test-compose --all` (their images add minutes)")
+    started = require(stack)
+    import httpx2
+
+    for variable, path in (("CHAINLIT_PORT", "/"), ("OPENWEBUI_PORT", "/health")):
+        response = httpx2.get(started.url(variable, path), timeout=30)
+        assert response.status_code == 200, (variable, response.text[:500])
+
+
+def test_the_stand_ins_are_the_versions_compose_names() -> None:
+    """A stand-in's tag is the upstream tag, and what it installs is that release."""
+    config = (REPO / "compose.yaml").read_text()
+    for image in images.IMAGES:
+        assert f"${{{image.variable}:-{image.upstream}}}" in config, image.variable
+    by_recipe = {image.recipe: image for image in images.IMAGES}
+    litellm = (REPO / "demo/litellm/requirements.txt").read_text()
+    assert f"litellm=={by_recipe['litellm'].tag.removeprefix('v')}\n" in litellm
+    openwebui = (REPO / "demo/openwebui/requirements.txt").read_text()
+    assert (
+        f"open-webui=={by_recipe['openwebui'].tag.removeprefix('v').split('-')[0]}\n" in openwebui
+    )
+    hatchet = by_recipe["hatchet-lite"]
+    assert images.HATCHET_BIN.parent.name == hatchet.tag
+    setup = (REPO / "scripts/setup-hatchet.sh").read_text()
+    assert f'HATCHET_VERSION="${{HATCHET_VERSION:-{hatchet.tag}}}"' in setup
+    # Debian bookworm's Python is 3.11, the minor version of the python image.
+    assert by_recipe["python"].tag.startswith("3.11-")
+    assert images.SUITE in by_recipe["python"].tag
+
+
+def test_a_classic_builder_build_of_the_api_image_holds_no_local_files(tmp_path: Path) -> None:
+    """The api image's context is the repo root; with the classic builder only a root
+    .dockerignore applies. A checkout with a venv, an env file and the UIs' environments must
+    give an image with none of them."""
+    host = engine_host()
+    if host is None:
+        pytest.skip("no Docker engine answers (scripts/setup-docker.sh says why)")
+    env = {**os.environ, "DOCKER_HOST": host, "DOCKER_BUILDKIT": "0"}
+    os.environ["DOCKER_HOST"] = host
+    python = images.ensure_python()
+    # A copy of the tracked files, plus what a developer's checkout has beside them.
+    checkout = tmp_path / "checkout"
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    for name in filter(None, tracked):
+        source, target = REPO / name.decode(), checkout / name.decode()
+        if source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+    for canary in (".env", ".venv/bin/python", "demo/chainlit/.venv/x", "demo/chainlit/.env",
+                   "demo/openwebui/.data/webui.db", "demo/.run/api.pid"):  # fmt: skip
+        (checkout / canary).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / canary).write_text("local only\n")
+    tag = f"lgos-test-api:{os.getpid()}"
+    built = subprocess.run(
+        [
+            "docker",
+            "build",
+            "--network",
+            "host",
+            "-q",
+            "-t",
+            tag,
+            "--build-arg",
+            f"PYTHON_IMAGE={python}",
+            "-f",
+            "demo/docker/api.Dockerfile",
+            ".",
+        ],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
+    assert built.returncode == 0, built.stdout[-4000:] + built.stderr[-4000:]
+    try:
+        listed = subprocess.run(
+            [
+                "docker",
+                "run",
+                "--rm",
+                "--entrypoint",
+                "find",
+                tag,
+                "/app",
+                "-not",
+                "-path",
+                "*/__pycache__*",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        subprocess.run(["docker", "image", "rm", "-f", tag], env=env, capture_output=True)
+    assert listed.returncode == 0, listed.stderr
+    files = {line.removeprefix("/app/") for line in listed.stdout.splitlines()}
+    assert "lgos/__init__.py" in files
+    assert "demo/registry.py" in files
+    leaked = [
+        path
+        for path in files
+        if any(
+            part in (".venv", ".env", ".data", ".run", "tests", "docs") for part in path.split("/")
+        )
+        or path.split("/")[:2] in (["demo", "chainlit"], ["demo", "openwebui"], ["demo", "litellm"])
+    ]
+    assert not leaked, sorted(leaked)[:20]
