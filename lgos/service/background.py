@@ -77,7 +77,7 @@ def new_job(
     trace_context: dict[str, str] = {}
     propagate.inject(trace_context)
     return BackgroundJob(
-        prepared=prepared.job,
+        prepared=prepared.to_job(),
         owner_scope=owner_scope,
         run_id=prepared.plan.run_id or ids.new_hex(),
         idempotency_key=digest(owner_scope, idempotency_key) if idempotency_key else None,

@@ -66,14 +66,13 @@ STATELESS = Turn()
 
 @dataclass(frozen=True, slots=True)
 class PreparedResponse:
-    """A validated Responses request, ready to run: `job` is all of it as JSON (what a
-    background engine stores), the other fields its live form for the runner and encoder."""
+    """A validated Responses request, ready to run here, or to store as a job (`to_job`) for
+    a background worker, which runs it as it is."""
 
     config: GraphConfig
     plan: RunPlan
     echo: ResponseEcho
     request: GraphRequest
-    job: PreparedJob
     # The decoded request and its place in a stored conversation, for the API's own use
     # (recording the turn); a worker's request, read from its job, has neither.
     decoded: DecodedResponsesRequest | None = None
@@ -87,6 +86,15 @@ class PreparedResponse:
         """The same request answered under another id (a background run's, once submitted)."""
         return dataclasses.replace(self, echo=dataclasses.replace(self.echo, id=response_id))
 
+    def to_job(self) -> PreparedJob:
+        """This request as JSON, for an engine to store. Built on demand: a foreground
+        request runs in this process and never needs it. Nothing is validated again."""
+        return PreparedJob.model_construct(
+            echo=_job_echo(self.echo),
+            request=JobRequest.of(self.request),
+            plan=_job_plan(self.plan),
+        )
+
 
 def prepare(
     registry: GraphRegistry,
@@ -97,7 +105,7 @@ def prepare(
     turn: Turn = STATELESS,
 ) -> PreparedResponse:
     """Everything that can be checked before running: model, settings, answers. Done once:
-    a background worker runs the resulting job as it is."""
+    a background worker runs the resulting job (`to_job`) as it is."""
     body = decoded.body
     config = registry.get(body.model)
     previous = ids.parse_run_response_id(body.previous_response_id or "")
@@ -123,10 +131,7 @@ def prepare(
             str(ids.run_response_id(plan.run_id)) if plan.run_id is not None else ids.response_id()
         )
     echo = response_echo(decoded, response_id, store=turn.store)
-    job = PreparedJob.model_construct(
-        echo=_job_echo(echo), request=JobRequest.of(request), plan=_job_plan(plan)
-    )
-    return PreparedResponse(config, plan, echo, request, job, decoded, turn)
+    return PreparedResponse(config, plan, echo, request, decoded, turn)
 
 
 def from_job(
@@ -144,7 +149,7 @@ def from_job(
         checkpoint_id=job.plan.checkpoint_id,
     )
     request = job.request.graph_request(config.client_settings)
-    return PreparedResponse(config, plan, job_echo(job.echo, response_id), request, job)
+    return PreparedResponse(config, plan, job_echo(job.echo, response_id), request)
 
 
 def job_echo(echo: JobEcho, response_id: str) -> ResponseEcho:

@@ -137,6 +137,9 @@ def test_the_stored_job_is_the_request_the_api_prepared(answering: bool) -> None
     job = background.new_job(prepared, decoded, owner_scope="default")
     stored = BackgroundJob.model_validate(json.loads(job.model_dump_json()))
     assert isinstance(stored.prepared, PreparedJob)
+    # An engine's copy reads back as the same job (how create tells its new run from a run
+    # an idempotency key found).
+    assert stored.model_dump(mode="json") == job.model_dump(mode="json")
 
     ran = responses.from_job(
         registry, stored.prepared, response_id=prepared.echo.id, run_id=stored.run_id
