@@ -1,6 +1,7 @@
 """LGOS: serve LangGraph graphs as OpenAI-compatible models.
 
-The front door: everything a host application needs is importable from here. Integrations
+The front door, and the only one: everything a host application needs is importable from here
+(`lgos.server` and the other layers are the library's inside). Integrations
 stay behind their own subpackages (`lgos.integrations.postgres`, `.dbos`, `.hatchet`,
 `.langfuse`), so `import lgos` needs only the core dependencies.
 """
@@ -22,7 +23,7 @@ from lgos.http.mount import LanggraphOpenaiServe
 from lgos.run.expiry import delete_expired_interrupt_runs
 from lgos.run.nodes import get_request, status_event
 from lgos.server.app import create_app
-from lgos.server.resources import ServerResources
+from lgos.server.resources import ServerResources, open_resources
 from lgos.server.settings import ServerSettings
 
 __all__ = [
@@ -50,5 +51,6 @@ __all__ = [
     "delete_expired_interrupt_runs",
     "execute_background_job",
     "get_request",
+    "open_resources",
     "status_event",
 ]
