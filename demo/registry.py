@@ -18,8 +18,7 @@ from demo.graphs.review import (
     background_mock_graph,
     interruptible_approval_graph,
 )
-from lgos import GraphConfig, GraphFeature, GraphRegistry
-from lgos.server import ServerResources
+from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 BACKGROUND = GraphFeature.BACKGROUND
 INTERRUPTS = GraphFeature.INTERRUPTS

@@ -1,6 +1,7 @@
 """LGOS: serve LangGraph graphs as OpenAI-compatible models.
 
-The front door: everything a host application needs is importable from here. Integrations
+The front door, and the only one: everything a host application needs is importable from here
+(`lgos.server` and the other layers are the library's inside). Integrations
 stay behind their own subpackages (`lgos.integrations.postgres`, `.dbos`, `.hatchet`,
 `.langfuse`), so `import lgos` needs only the core dependencies.
 """
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from lgos.run.expiry import delete_expired_interrupt_runs
     from lgos.run.nodes import get_request, status_event
     from lgos.server.app import create_app
-    from lgos.server.resources import ServerResources
+    from lgos.server.resources import ServerResources, open_resources
     from lgos.server.settings import ServerSettings
 
 # Each public name (`__all__`) and its module, imported on first use: a worker's
@@ -57,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "delete_expired_interrupt_runs": "lgos.run.expiry",
     "execute_background_job": "lgos.background.executor",
     "get_request": "lgos.run.nodes",
+    "open_resources": "lgos.server.resources",
     "status_event": "lgos.run.nodes",
 }
 __all__ = [
@@ -84,6 +86,7 @@ __all__ = [
     "delete_expired_interrupt_runs",
     "execute_background_job",
     "get_request",
+    "open_resources",
     "status_event",
 ]
 

@@ -51,7 +51,7 @@ def test_the_core_install_serves_without_extras(tmp_path: Path) -> None:
     probe = (
         "import importlib.util as u; "
         f"missing = [m for m in {OPTIONAL!r} if u.find_spec(m) is None]; "
-        "from lgos.server import ServerSettings, create_app; "
+        "from lgos import ServerSettings, create_app; "
         "app = create_app('demo.registry:create_registry', settings=ServerSettings("
         "POSTGRES_URI=None, BACKGROUND='memory')); "
         "print(len(missing), type(app).__name__)"

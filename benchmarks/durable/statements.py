@@ -88,8 +88,7 @@ def install(counter: Counter) -> None:
 
 @asynccontextmanager
 async def served(uri: str, engine: str) -> AsyncIterator[httpx.AsyncClient]:
-    from lgos.server import create_app
-    from lgos.server.settings import ServerSettings
+    from lgos import ServerSettings, create_app
 
     settings = ServerSettings(
         REGISTRY=REGISTRY,
@@ -161,11 +160,11 @@ async def review(counter: Counter, runs: int) -> None:
 
 
 async def background(counter: Counter, runs: int) -> None:
+    from lgos import ServerSettings
     from lgos.background.executor import DurableRuns, JobExecutor
     from lgos.integrations.dbos import open_dbos_client
     from lgos.server.app import import_factory, open_registry
     from lgos.server.resources import open_resources
-    from lgos.server.settings import ServerSettings
     from lgos.wire import ids
 
     with database() as uri:

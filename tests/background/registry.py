@@ -21,8 +21,7 @@ from langgraph.pregel import Pregel
 
 from demo.graphs.fake_model import last_user_text
 from demo.graphs.review import DelaySettings, background_interrupt_graph, background_mock_graph
-from lgos import GraphConfig, GraphFeature, GraphRegistry
-from lgos.server import ServerResources
+from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 BACKGROUND = GraphFeature.BACKGROUND
 SCHEMA = (

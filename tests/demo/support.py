@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from openai import AsyncOpenAI
 from openai.types.responses import Response, ResponseFunctionToolCall
 
-from lgos.server import ServerSettings, create_app
+from lgos import ServerSettings, create_app
 
 INTERRUPT_TOOL = "lgos_interrupt"
 TERMINAL = {"completed", "failed", "cancelled", "incomplete"}

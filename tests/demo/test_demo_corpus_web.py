@@ -10,7 +10,7 @@ import pytest
 
 from demo.corpus import default_corpus, sentences
 from demo.registry import create_registry
-from lgos.server import ServerSettings, create_app
+from lgos import ServerSettings, create_app
 
 pytestmark = pytest.mark.anyio
 

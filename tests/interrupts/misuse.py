@@ -15,8 +15,15 @@ from langgraph.pregel import Pregel
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
-from lgos import GraphConfig, GraphFeature, GraphRegistry, InvalidAnswerError
-from lgos.server import ServerResources, ServerSettings, create_app
+from lgos import (
+    GraphConfig,
+    GraphFeature,
+    GraphRegistry,
+    InvalidAnswerError,
+    ServerResources,
+    ServerSettings,
+    create_app,
+)
 from tests.support.postgres import temporary_database
 
 REFUSAL = "Answer 'approve' or 'reject'."

@@ -15,8 +15,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import interrupt
 
-from lgos import GraphConfig, GraphFeature, GraphRegistry
-from lgos.server import ServerResources
+from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 MODEL = "counted-approval"
 SIDE_EFFECTS_TABLE = "lgos_test_side_effects"

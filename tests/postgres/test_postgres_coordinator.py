@@ -13,11 +13,10 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from demo.graphs.review import interruptible_approval_graph
+from lgos import ServerResources, ServerSettings, open_resources
 from lgos.core.coordinator import InMemoryRunCoordinator, RunCoordinator
 from lgos.core.errors import RunBusyError
 from lgos.integrations.postgres import PostgresRunCoordinator, RunCapacityError
-from lgos.server import ServerResources, ServerSettings
-from lgos.server.resources import open_resources
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 

@@ -11,9 +11,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from demo.graphs.review import interruptible_approval_graph
-from lgos import delete_expired_interrupt_runs
-from lgos.server import ServerSettings
-from lgos.server.resources import open_resources
+from lgos import ServerSettings, delete_expired_interrupt_runs, open_resources
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.slow]
 

@@ -12,10 +12,8 @@ import psycopg
 import pytest
 from pydantic import ValidationError
 
-from lgos import ConfigurationError
+from lgos import ConfigurationError, ServerSettings, open_resources
 from lgos.integrations.postgres import MIGRATIONS
-from lgos.server import ServerSettings
-from lgos.server.resources import open_resources
 
 pytestmark = [pytest.mark.postgres]
 
@@ -24,8 +22,8 @@ pytestmark = [pytest.mark.postgres]
 REPLICA = textwrap.dedent(
     """
     import asyncio, sys
-    from lgos.server.resources import open_resources
-    from lgos.server import ServerSettings
+    from lgos import open_resources
+    from lgos import ServerSettings
 
     async def main() -> None:
         settings = ServerSettings(POSTGRES_URI=sys.argv[1], POSTGRES_POOL_SIZE=2)

@@ -14,9 +14,7 @@ import pytest
 from openai import AsyncOpenAI
 from openai.types.responses import Response, ResponseFunctionToolCall
 
-from lgos import delete_expired_interrupt_runs
-from lgos.server import ServerSettings
-from lgos.server.resources import open_resources
+from lgos import ServerSettings, delete_expired_interrupt_runs, open_resources
 from tests.postgres.side_effect_registry import MODEL as COUNTED_MODEL
 from tests.postgres.side_effect_registry import SIDE_EFFECTS_TABLE
 from tests.support.processes import Process, clean_environment, lgos

@@ -14,9 +14,8 @@ from openai import AsyncOpenAI, AuthenticationError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lgos import ConfigurationError
+from lgos import ConfigurationError, ServerSettings, create_app
 from lgos.core import log_fields
-from lgos.server import ServerSettings, create_app
 from lgos.server.logging import JSONFormatter, RequestContextFilter, logging_config
 from tests.server.sample_app.registry import ANSWER, create_registry
 

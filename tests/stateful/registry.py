@@ -14,8 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
-from lgos import GraphConfig, GraphFeature, GraphRegistry
-from lgos.server import ServerResources
+from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 
 def describe(messages: list[BaseMessage]) -> str:

@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from lgos import ServerSettings, create_app
 from lgos.run import telemetry
-from lgos.server import ServerSettings, create_app
 from tests.telemetry.graphs import Steering, registry_factory
 
 

@@ -12,8 +12,7 @@ from langgraph.pregel import Pregel
 from opentelemetry.trace import TracerProvider
 
 from demo.graphs.fake_model import ScriptedChatModel
-from lgos import GraphConfig, GraphFeature, GraphRegistry
-from lgos.server import ServerResources
+from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 ANSWER = "All good."
 

@@ -12,10 +12,10 @@ from langfuse._client.resource_manager import LangfuseResourceManager
 from openai import AsyncOpenAI
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from lgos import create_app
 from lgos.core.request import GraphRequest
 from lgos.integrations.langfuse import langfuse_tracing
 from lgos.run import telemetry
-from lgos.server import create_app
 from tests.telemetry.conftest import Telemetry, explicit_settings
 from tests.telemetry.graphs import ANSWER, Steering, registry_factory
 

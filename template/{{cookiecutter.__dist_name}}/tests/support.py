@@ -14,7 +14,7 @@ from functools import partial
 
 import httpx2
 from fastapi import FastAPI
-from lgos.server import ServerSettings, create_app
+from lgos import ServerSettings, create_app
 from openai import AsyncOpenAI
 from openai.types.responses import Response, ResponseFunctionToolCall
 

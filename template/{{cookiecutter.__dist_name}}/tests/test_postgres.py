@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from lgos.server import ServerSettings
+from lgos import ServerSettings
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 

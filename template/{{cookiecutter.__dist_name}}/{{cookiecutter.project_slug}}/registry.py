@@ -9,8 +9,7 @@ Add a graph: write it in `graphs/`, then give it a `GraphConfig` here.
 
 from __future__ import annotations
 
-from lgos import GraphConfig, GraphFeature, GraphRegistry
-from lgos.server import ServerResources
+from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 from {{ cookiecutter.project_slug }}.graphs.approval import approval_graph
 from {{ cookiecutter.project_slug }}.graphs.chat import (

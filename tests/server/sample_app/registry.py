@@ -12,8 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from lgos import GraphConfig, GraphRegistry
-from lgos.server import ServerResources
+from lgos import GraphConfig, GraphRegistry, ServerResources
 
 ANSWER = "Hello from the sample app."
 logger = logging.getLogger("sample_app.graph")
