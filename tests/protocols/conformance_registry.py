@@ -15,7 +15,7 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict
 
 from lgos import ClientSettings, GraphConfig, GraphFeature, GraphRegistry, status_event
-from lgos.server import ServerResources
+from lgos import ServerResources
 
 
 def _single_node(node: Any, checkpointer: Any = None) -> Pregel:
