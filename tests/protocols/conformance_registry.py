@@ -14,8 +14,14 @@ from langgraph.pregel import Pregel
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict
 
-from lgos import ClientSettings, GraphConfig, GraphFeature, GraphRegistry, status_event
-from lgos import ServerResources
+from lgos import (
+    ClientSettings,
+    GraphConfig,
+    GraphFeature,
+    GraphRegistry,
+    ServerResources,
+    status_event,
+)
 
 
 def _single_node(node: Any, checkpointer: Any = None) -> Pregel:
