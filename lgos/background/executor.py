@@ -33,10 +33,6 @@ from lgos.wire.responses_encoder import ResponsesStream, failure
 
 logger = logging.getLogger("lgos.background")
 
-# LangGraph reads a run's durability mode from this configurable key when `astream` gets none.
-# "sync" commits each step's checkpoint before the next step starts, so a worker killed in
-# the middle of a node loses that node only, never a node that already finished.
-_DURABILITY_KEY = "__pregel_durability"
 # A run that loses its database connection (a restart, a failover) is tried again from its
 # last checkpoint after these pauses, about a minute in all, before its Response fails. A run
 # found busy is tried again the same way: the holder may be a stuck worker whose sessions
@@ -79,14 +75,19 @@ class DurableRuns:
             async def durable(original: GraphConfig = config) -> CompiledGraph:
                 return self._durable(await original.resolve_graph())
 
+        # "sync" commits each step's checkpoint before the next step starts, so a worker killed
+        # in the middle of a node loses that node only, never a node that already finished.
         return dataclasses.replace(
-            config, graph=durable, features=config.features | {GraphFeature.INTERRUPTS}
+            config,
+            graph=durable,
+            features=config.features | {GraphFeature.INTERRUPTS},
+            durability="sync",
         )
 
     def _durable(self, graph: CompiledGraph) -> CompiledGraph:
         if graph.checkpointer in (None, False):
             graph = graph.copy({"checkpointer": self.checkpointer})
-        return graph.with_config({"configurable": {_DURABILITY_KEY: "sync"}})
+        return graph
 
 
 def _prepared(

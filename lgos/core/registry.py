@@ -10,6 +10,7 @@ from typing import Any, TypeAlias
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.pregel import Pregel
+from langgraph.types import Durability
 
 from lgos.core.client_settings import ClientSettings
 from lgos.core.coordinator import RunCoordinator
@@ -75,6 +76,9 @@ class GraphConfig:
     # The graph is meant to run in the background (long work): UIs start it there unless the
     # user says otherwise. Advertised as `lgos.background_by_default`; needs BACKGROUND.
     background_by_default: bool = False
+    # When LangGraph commits a checkpointed run's checkpoints (`astream`'s `durability`); None
+    # keeps LangGraph's default ("async"). Background workers run every job with "sync".
+    durability: Durability | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", frozenset(GraphFeature(f) for f in self.features))

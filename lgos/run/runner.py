@@ -109,6 +109,7 @@ async def run_graph(
         subgraphs=streaming,
         version="v2",
         context=context,
+        durability=config.durability,
     )
     workflow = Workflow(request.model, request.conversation_id)
     streamed: list[str] = []

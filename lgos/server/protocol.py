@@ -25,10 +25,9 @@ import logging
 from functools import cache
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
 from lgos.http.errors import error_reply
 from lgos.server.settings import ServerSettings
+from lgos.server.uvicorn_internals import HttpToolsProtocol
 
 logger = logging.getLogger("lgos.http")
 

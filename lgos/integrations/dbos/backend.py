@@ -13,6 +13,7 @@ from dbos import DBOSClient, EnqueueOptions, WorkflowSerializationFormat
 from psycopg.rows import tuple_row
 
 from lgos.core.background import BackgroundJob, BackgroundRun, ResponseEventLog
+from lgos.integrations.dbos.internals import PORTABLE_JSON, READ_RUN
 from lgos.integrations.dbos.names import (
     APPLICATION_NAME,
     APPLICATION_VERSION,
@@ -21,8 +22,6 @@ from lgos.integrations.dbos.names import (
 )
 from lgos.integrations.dbos.runs import (
     FINISHED,
-    PORTABLE_JSON,
-    READ_RUN,
     engine_run_id,
     portable_run,
     to_run,

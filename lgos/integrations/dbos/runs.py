@@ -16,9 +16,10 @@ from lgos.core.background import (
     BackgroundRun,
     engine_statuses,
 )
+from lgos.integrations.dbos.internals import PORTABLE_POSITIONAL_ARGS
 
 if TYPE_CHECKING:
-    from dbos._sys_db import WorkflowStatus
+    from dbos import WorkflowStatus
 
 logger = logging.getLogger("lgos.background.dbos")
 
@@ -39,22 +40,6 @@ def engine_run_id(idempotency_key: str | None) -> str:
     if idempotency_key is None:
         return uuid.uuid4().hex
     return uuid.uuid5(_RUN_NAMESPACE, idempotency_key).hex
-
-
-# One run's state, input and output, read by its primary key: what a poll needs. DBOS keeps a
-# workflow's input and output in side tables (older rows: in the status row itself), as its
-# own `list_workflows` reads them. Written against DBOS's system schema ("dbos", which LGOS
-# never renames); tests/background reads runs through it on every DBOS run they make.
-READ_RUN = """
-SELECT s.status, s.name, s.serialization,
-       coalesce(i.inputs, s.inputs), coalesce(o.output, s.output)
-FROM dbos.workflow_status s
-LEFT JOIN dbos.workflow_input i ON i.workflow_uuid = s.workflow_uuid
-LEFT JOIN dbos.workflow_output o ON o.workflow_uuid = s.workflow_uuid
-WHERE s.workflow_uuid = %s
-"""
-# How DBOS names the JSON it stores for workflows declared PORTABLE (all of LGOS's).
-PORTABLE_JSON = "portable_json"
 
 
 def to_run(status: WorkflowStatus) -> BackgroundRun | None:
@@ -80,7 +65,7 @@ def portable_run(
     """`to_run` for a row read directly: portable JSON is plain JSON, the arguments under
     `positionalArgs`."""
     arguments = from_json(inputs) if inputs else None
-    args = arguments.get("positionalArgs") if isinstance(arguments, dict) else None
+    args = arguments.get(PORTABLE_POSITIONAL_ARGS) if isinstance(arguments, dict) else None
     if not isinstance(args, list) or len(args) != 2 or status not in _STATUS:
         logger.warning("background.dbos.foreign_workflow", extra={"workflow_id": run_id})
         return None

@@ -19,6 +19,7 @@ from psycopg import AsyncConnection
 from lgos.background.executor import JobExecutor
 from lgos.core.errors import ConfigurationError
 from lgos.integrations.dbos.backend import DBOSBackgroundBackend
+from lgos.integrations.dbos.internals import recover_pending_workflows
 from lgos.integrations.dbos.lease import WORKER_APPLICATION_PREFIX, end_sessions, lease_lost
 from lgos.integrations.dbos.names import (
     APPLICATION_NAME,
@@ -285,10 +286,10 @@ class DBOSWorker:
                 continue  # its worker is alive (or another reaper has it)
             # Re-enqueue only rows still PENDING under the dead executor (DBOS's own
             # recovery, which is idempotent against concurrent reapers).
-            handles = await asyncio.to_thread(DBOS._recover_pending_workflows, [owner])
+            runs = await asyncio.to_thread(recover_pending_workflows, owner)
             logger.info(
                 "worker.recovered_orphans",
-                extra={"dead_executor_id": owner, "runs": len(handles)},
+                extra={"dead_executor_id": owner, "runs": runs},
             )
             recovered += 1
         return recovered

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,6 +13,7 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 from lgos.core.errors import ConfigurationError
 from lgos.integrations.postgres.coordinator import PostgresRunCoordinator
 from lgos.integrations.postgres.events import PostgresResponseEventLog
+from lgos.integrations.postgres.langgraph_internals import stop_store_batcher, widen_saver_lock
 from lgos.integrations.postgres.migrations import apply_migrations
 from lgos.integrations.postgres.pool import Pool, new_pool
 
@@ -49,7 +49,7 @@ async def open_postgres(uri: str, *, pool_size: int) -> AsyncIterator[PostgresRe
         # The saver serializes all its I/O through one asyncio.Lock per instance (LangGraph
         # #7259), needed only for a single shared connection. On a pool each call checks out
         # its own connection, so let as many run as the connections leases leave free.
-        saver.lock = asyncio.Semaphore(max(1, pool_size - coordinator.max_leases))  # type: ignore[assignment]
+        widen_saver_lock(saver, max(1, pool_size - coordinator.max_leases))
         store = AsyncPostgresStore(pool)
         events = PostgresResponseEventLog(pool)
         try:
@@ -67,14 +67,6 @@ async def open_postgres(uri: str, *, pool_size: int) -> AsyncIterator[PostgresRe
             )
         finally:
             await events.close()
-            _stop_store_batcher(store)
+            stop_store_batcher(store)
     finally:
         await pool.close()
-
-
-def _stop_store_batcher(store: AsyncPostgresStore) -> None:
-    # The store batches operations in a task it starts itself and only cancels when garbage
-    # collected; cancel it before the pool closes so it cannot run against a closed pool.
-    task = getattr(store, "_task", None)
-    if task is not None:
-        task.cancel()
