@@ -89,7 +89,7 @@ class running_or_failure:  # noqa: N801 - used as a context manager, reads as on
 def live_suite(recipe: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`just demo/<recipe> ...` as a developer types it; its summary line is logged."""
     result = subprocess.run(
-        ["just", f"demo/{recipe}", *args, "-q", "-p", "no:cacheprovider"],
+        ["just", f"demo/{recipe}", *args, "--", "-q", "-p", "no:cacheprovider"],
         cwd=REPO,
         capture_output=True,
         text=True,
