@@ -17,7 +17,6 @@ setup:
     uv sync --all-extras --all-groups --quiet
     bash scripts/setup-test-env.sh
     bash scripts/setup-hatchet.sh
-    bash scripts/setup-docker.sh
 
 # Run the whole test suite (contract, PostgreSQL, processes, gateway, browsers, compose).
 test *args: setup
