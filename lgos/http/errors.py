@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
+from lgos.core.errors import LgosError, NotFoundError
+from lgos.http.rendering import JSON
 from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE, error_body
 
 logger = logging.getLogger("lgos.http")
@@ -35,21 +38,51 @@ _CODES = {
 }
 
 
-def http_error_response(
+def error_response(
     status: int,
     message: str,
     *,
+    error_type: str | None = None,
     param: str | None = None,
     code: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> JSONResponse:
-    error_type = "server_error" if status >= 500 else "invalid_request_error"
-    code = code or _CODES.get(status, "server_error" if status >= 500 else "invalid_request")
-    return JSONResponse(
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """The one builder of an OpenAI error reply (a route's error, a framework's, a 500)."""
+    if error_type is None:
+        error_type = "server_error" if status >= 500 else "invalid_request_error"
+    return JSON(
         error_body(message, error_type=error_type, param=param, code=code),
         status_code=status,
         headers=headers,
     )
+
+
+def lgos_error_response(error: LgosError) -> Response:
+    response = error_response(
+        error.status_code,
+        error.message,
+        error_type=error.error_type,
+        param=error.param,
+        code=error.code,
+    )
+    if not error.retryable:
+        # The SDKs retry 409 by default; our conflicts are final.
+        response.headers["x-should-retry"] = "false"
+    if error.status_code in (408, 413):
+        # The rest of the body may still be on its way: stop it by closing the connection.
+        response.headers["connection"] = "close"
+    return response
+
+
+def server_error_response() -> Response:
+    return error_response(500, SERVER_ERROR_MESSAGE, code="server_error")
+
+
+def not_found_response(request: Request, code: str | None = "not_found") -> Response:
+    """The one 404 of an unknown path, whether the API's catch-all route or the host's router
+    answers it. Under the API's prefix the code is null, as OpenAI's own unknown paths say."""
+    message = f"Invalid URL ({request.method} {request.url.path})"
+    return lgos_error_response(NotFoundError(message, code=code))
 
 
 _REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
@@ -70,12 +103,14 @@ def error_reply(status: int, message: str, code: str) -> bytes:
 async def _http_exception(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
     if error.status_code == 404:
-        message = f"Invalid URL ({request.method} {request.url.path})"
-    elif error.status_code == 405:
+        return not_found_response(request)
+    if error.status_code == 405:
         message = f"Method {request.method} is not allowed on {request.url.path}."
     else:
         message = str(error.detail)
-    return http_error_response(error.status_code, message, headers=dict(error.headers or {}))
+    status = error.status_code
+    code = _CODES.get(status, "server_error" if status >= 500 else "invalid_request")
+    return error_response(status, message, code=code, headers=error.headers)
 
 
 async def _validation_error(request: Request, error: Exception) -> Response:
@@ -85,15 +120,12 @@ async def _validation_error(request: Request, error: Exception) -> Response:
     param = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
     detail = first.get("msg", "invalid value")
     message = f"Invalid '{param}': {detail}" if param else f"Invalid request: {detail}"
-    return http_error_response(400, message, param=param, code="invalid_value")
+    return error_response(400, message, param=param, code="invalid_value")
 
 
 async def _unhandled(request: Request, error: Exception) -> Response:
     # Starlette logs the traceback itself (ServerErrorMiddleware re-raises after this reply).
-    return JSONResponse(
-        error_body(SERVER_ERROR_MESSAGE, error_type="server_error", code="server_error"),
-        status_code=500,
-    )
+    return server_error_response()
 
 
 def install_error_envelopes(app: FastAPI) -> None:

@@ -12,21 +12,21 @@ import logging
 import time
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
 
 from lgos.core import log_fields
 
 logger = logging.getLogger("lgos.http.request")
 
 
-class LoggedResponse:
-    """Sends `response` under the request's log fields, then writes the request's record."""
-
-    __slots__ = ("_fields", "_method", "_quiet", "_response", "_route", "_started")
+class LoggedResponse(Response):
+    """`response` (the same status and headers: a Response to whatever handles it next), sent
+    under the request's log fields, then the request's record."""
 
     def __init__(
         self,
-        response: ASGIApp,
+        response: Response,
         fields: dict[str, Any],
         *,
         method: str,
@@ -34,6 +34,10 @@ class LoggedResponse:
         started: float,
         quiet: bool = False,  # a probe's route: DEBUG, so probes do not drown the traffic
     ) -> None:
+        # Starlette's constructor would render a body; this one shares the wrapped reply's.
+        self.status_code = response.status_code
+        self.raw_headers = response.raw_headers
+        self.background = None
         self._response = response
         self._fields = fields
         self._method = method

@@ -8,32 +8,34 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from pydantic_core import to_json
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from lgos.core import log_fields
 from lgos.core.background import BackgroundBackend
-from lgos.core.errors import LgosError, NotFoundError
+from lgos.core.errors import LgosError
 from lgos.core.registry import GraphRegistry
 from lgos.core.stored import ResponseStore
 from lgos.core.stored_memory import InMemoryResponseStore
 from lgos.http.body import RequestLimits, json_body
+from lgos.http.errors import lgos_error_response, not_found_response, server_error_response
+from lgos.http.rendering import JSON
 from lgos.http.request_log import LoggedResponse
+from lgos.http.sse import DONE, data_event, named_event
 from lgos.http.stateful import ConversationRoutes, StatefulRoutes
 from lgos.http.streaming import EventStreamResponse
 from lgos.service import chat, responses
 from lgos.service.background import BackgroundResponses
 from lgos.service.conversations import Conversations
+from lgos.service.retrieval import ResponseRetrieval
 from lgos.service.stateful import StatefulResponses
 from lgos.wire import chat_decoder, responses_decoder
 from lgos.wire import models as models_wire
-from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE, error_body
 
 logger = logging.getLogger("lgos.http")
 
@@ -45,37 +47,6 @@ _SANE_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
 CONVERSATION_ITEM = "/conversations/{conversation_id}/items/{item_id}"
 # Frames wait this long for a run's first event before the stream is committed.
 FIRST_EVENT_PATIENCE_SECONDS = 5.0
-
-
-class JSON(Response):
-    """JSON rendered by pydantic-core: faster than the stdlib encoder on large Responses."""
-
-    media_type = "application/json"
-
-    def render(self, content: Any) -> bytes:
-        return to_json(content)
-
-
-def error_response(error: LgosError, headers: dict[str, str] | None = None) -> JSONResponse:
-    response = JSONResponse(
-        error_body(error.message, error_type=error.error_type, param=error.param, code=error.code),
-        status_code=error.status_code,
-        headers=headers,
-    )
-    if not error.retryable:
-        # The SDKs retry 409 by default; our conflicts are final.
-        response.headers["x-should-retry"] = "false"
-    if error.status_code in (408, 413):
-        # The rest of the body may still be on its way: stop it by closing the connection.
-        response.headers["connection"] = "close"
-    return response
-
-
-def server_error_response() -> JSONResponse:
-    return JSONResponse(
-        error_body(SERVER_ERROR_MESSAGE, error_type="server_error", code="server_error"),
-        status_code=500,
-    )
 
 
 def _request_id(request: Request) -> str:
@@ -96,7 +67,7 @@ def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
         try:
             response = await endpoint(request)
         except LgosError as error:
-            response = error_response(error)
+            response = lgos_error_response(error)
         except Exception:
             logger.exception(
                 "http.request.failed",
@@ -107,7 +78,7 @@ def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
             fields = log_fields.current()
             log_fields.reset(token)
         response.headers["x-request-id"] = request_id
-        return LoggedResponse(  # type: ignore[return-value]
+        return LoggedResponse(
             response, fields, method=request.method, route=route, started=started, quiet=quiet
         )
 
@@ -143,7 +114,10 @@ class OpenAIRoutes:
         )
         self.background = BackgroundResponses(registry, background, stateful=self.stateful)
         self.stored = StatefulRoutes(
-            self.stateful, self.retrieve_response, self.cancel_response, self.scope, ping_interval
+            self.stateful,
+            ResponseRetrieval(self.stateful, self.background),
+            self.scope,
+            ping_interval,
         )
         self.conversations = ConversationRoutes(
             Conversations(self.stateful, registry), self.scope, self.limits
@@ -156,12 +130,6 @@ class OpenAIRoutes:
         if inspect.isawaitable(scope):
             scope = await scope
         return scope
-
-    def _send(self, result: dict[str, Any] | AsyncGenerator[bytes]) -> Response:
-        if isinstance(result, dict):
-            return JSON(result)
-        # A client that leaves a background stream stops reading only: the run goes on.
-        return EventStreamResponse(result, ping_interval=self.ping_interval)
 
     async def list_models(self, request: Request) -> Response:
         return JSON(models_wire.model_list(self.registry))
@@ -179,7 +147,9 @@ class OpenAIRoutes:
             frames = await chat.open_stream(
                 self.registry, decoded, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
             )
-            return EventStreamResponse(frames, ping_interval=self.ping_interval)
+            return EventStreamResponse(
+                frames, data_event, last=DONE, ping_interval=self.ping_interval
+            )
         return JSON(await chat.create(self.registry, decoded, scope=scope))
 
     async def create_response(self, request: Request) -> Response:
@@ -190,9 +160,15 @@ class OpenAIRoutes:
         if decoded.background:
             key = responses_decoder.idempotency_key(request.headers, decoded)
             scope = await self.scope(request)
-            return self._send(
-                await self.background.create(decoded, owner_scope=scope, idempotency_key=key)
+            if not decoded.stream:
+                return JSON(
+                    await self.background.create(decoded, owner_scope=scope, idempotency_key=key)
+                )
+            queued = await self.background.create_stream(
+                decoded, owner_scope=scope, idempotency_key=key
             )
+            # A client that leaves a background stream stops reading only: the run goes on.
+            return EventStreamResponse(queued, named_event, ping_interval=self.ping_interval)
         scope = await self.scope(request)
         decoded, turn = await self.stateful.resolve(decoded, scope)
         prepared = responses.prepare(self.registry, decoded, turn=turn)
@@ -205,7 +181,7 @@ class OpenAIRoutes:
                 patience=FIRST_EVENT_PATIENCE_SECONDS,
                 on_end=self._stream_end(prepared, scope),
             )
-            return EventStreamResponse(frames, ping_interval=self.ping_interval)
+            return EventStreamResponse(frames, named_event, ping_interval=self.ping_interval)
         response, checkpoint_id = await responses.run(self.registry, prepared, scope=scope)
         await self.stateful.remember(prepared, scope, response, checkpoint_id=checkpoint_id)
         return JSON(response)
@@ -223,33 +199,14 @@ class OpenAIRoutes:
 
         return remember
 
-    async def retrieve_response(self, request: Request, indexed: bool = False) -> Response:
-        query = responses_decoder.decode_retrieve_query(request.query_params)
-        result = await self.background.retrieve(
-            request.path_params["response_id"],
-            owner_scope=await self.scope(request),
-            stream=query.stream,
-            starting_after=query.starting_after,
-            indexed=indexed,
-        )
-        return self._send(result)
-
-    async def cancel_response(self, request: Request, indexed: bool = False) -> Response:
-        snapshot = await self.background.cancel(
-            request.path_params["response_id"],
-            owner_scope=await self.scope(request),
-            indexed=indexed,
-        )
-        return JSON(snapshot)
-
     async def health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
+        return JSON({"status": "ok"})
 
     async def version(self, request: Request) -> Response:
-        return JSONResponse({"version": package_version()})
+        return JSON({"version": package_version()})
 
     async def unknown_route(self, request: Request) -> Response:
-        return error_response(NotFoundError(f"Invalid URL ({request.method} {request.url.path})"))
+        return not_found_response(request, code=None)
 
     def routes(self, prefix: str) -> list[BaseRoute]:
         table: list[tuple[str, Endpoint, list[str]]] = [

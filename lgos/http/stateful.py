@@ -3,77 +3,60 @@ Conversations API. Thin: the use cases are in `lgos.service.stateful` and `.conv
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from lgos.core import log_fields
 from lgos.core.errors import InvalidRequestError
 from lgos.http.body import RequestLimits, json_body
+from lgos.http.rendering import JSON
+from lgos.http.sse import named_event
 from lgos.http.streaming import EventStreamResponse
 from lgos.service.conversations import Conversations
+from lgos.service.retrieval import ResponseRetrieval
 from lgos.service.stateful import Page, StatefulResponses
 from lgos.wire import items, responses_decoder
-from lgos.wire.sse import named_event
-
-# A background route handler, told whether the store holds the id under the request's owner
-# (then it was not deleted, and the handler need not ask).
-BackgroundEndpoint = Callable[[Request, bool], Awaitable[Response]]
 
 
 class StatefulRoutes:
-    """Stored Responses first; an id the store does not answer for (or a background
-    Response, whose result the engine holds) goes to the background routes."""
+    """`/v1/responses/{id}` and its input items, cancel and delete."""
 
     def __init__(
         self,
         stateful: StatefulResponses,
-        background_retrieve: BackgroundEndpoint,
-        background_cancel: BackgroundEndpoint,
+        retrieval: ResponseRetrieval,
         scope: Callable[[Request], Awaitable[str]],
         ping_interval: float = 15.0,
     ) -> None:
         self.stateful = stateful
-        self.background_retrieve = background_retrieve
-        self.background_cancel = background_cancel
+        self.retrieval = retrieval
         self.scope = scope
         self.ping_interval = ping_interval
 
     async def retrieve(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
         log_fields.add(response_id=response_id)
-        record = await self.stateful.store.get_response(response_id, await self.scope(request))
-        if record is None or record.background:
-            return await self.background_retrieve(request, record is not None)
         query = responses_decoder.decode_retrieve_query(request.query_params)
-        after = query.starting_after
+        scope = await self.scope(request)
         if not query.stream:
-            return JSONResponse(record.response)
-        if not record.stream:
-            raise InvalidRequestError(
-                "You can only stream a stored response that was created with stream=true.",
-                param="stream",
-                code="invalid_value",
-            )
-        events = await self.stateful.store.events.read(response_id, -1 if after is None else after)
-        return EventStreamResponse(_replay(events), ping_interval=self.ping_interval)
+            return JSON(await self.retrieval.retrieve(response_id, scope))
+        events = await self.retrieval.stream(
+            response_id, scope, starting_after=query.starting_after
+        )
+        # A client that leaves a background stream stops reading only: the run goes on.
+        return EventStreamResponse(events, named_event, ping_interval=self.ping_interval)
 
     async def cancel(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
-        record = await self.stateful.store.get_response(response_id, await self.scope(request))
-        if record is not None and not record.background:
-            raise InvalidRequestError(
-                "Cannot cancel a synchronous response.", param="response_id", code="invalid_value"
-            )
-        return await self.background_cancel(request, record is not None)
+        return JSON(await self.retrieval.cancel(response_id, await self.scope(request)))
 
     async def delete(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
         log_fields.add(response_id=response_id)
         deleted = await self.stateful.delete(response_id, await self.scope(request))
-        return JSONResponse(deleted)
+        return JSON(deleted)
 
     async def input_items(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
@@ -81,12 +64,7 @@ class StatefulRoutes:
         listing = await self.stateful.input_items(
             response_id, await self.scope(request), page_params(request)
         )
-        return JSONResponse(listing)
-
-
-async def _replay(events: list[dict[str, Any]]) -> AsyncGenerator[bytes]:
-    for event in events:
-        yield named_event(event)
+        return JSON(listing)
 
 
 def page_params(request: Request) -> Page:
@@ -126,7 +104,7 @@ class ConversationRoutes:
         self.limits = limits
 
     async def create(self, request: Request) -> Response:
-        return JSONResponse(
+        return JSON(
             await self.conversations.create(
                 await self.scope(request), await json_body(request, self.limits)
             )
@@ -134,40 +112,36 @@ class ConversationRoutes:
 
     async def retrieve(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
-        return JSONResponse(
-            await self.conversations.retrieve(await self.scope(request), conversation_id)
-        )
+        return JSON(await self.conversations.retrieve(await self.scope(request), conversation_id))
 
     async def update(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         body = await json_body(request, self.limits)
-        return JSONResponse(
+        return JSON(
             await self.conversations.update(await self.scope(request), conversation_id, body)
         )
 
     async def delete(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
-        return JSONResponse(
-            await self.conversations.delete(await self.scope(request), conversation_id)
-        )
+        return JSON(await self.conversations.delete(await self.scope(request), conversation_id))
 
     async def list_items(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         listing = await self.conversations.list_items(
             await self.scope(request), conversation_id, page_params(request)
         )
-        return JSONResponse(listing)
+        return JSON(listing)
 
     async def add_items(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         body = await json_body(request, self.limits)
-        return JSONResponse(
+        return JSON(
             await self.conversations.add_items(await self.scope(request), conversation_id, body)
         )
 
     async def get_item(self, request: Request) -> Response:
         params = request.path_params
-        return JSONResponse(
+        return JSON(
             await self.conversations.get_item(
                 await self.scope(request), params["conversation_id"], params["item_id"]
             )
@@ -175,7 +149,7 @@ class ConversationRoutes:
 
     async def delete_item(self, request: Request) -> Response:
         params = request.path_params
-        return JSONResponse(
+        return JSON(
             await self.conversations.delete_item(
                 await self.scope(request), params["conversation_id"], params["item_id"]
             )

@@ -1,20 +1,25 @@
 """An SSE response that pings while idle and cancels the run when the client leaves.
 
-The frames are sent from the request's own task (no hand-off per chunk). One watcher task per
-stream waits for the client's disconnect and sends keep-alive comments when nothing was sent
-for `ping_interval` seconds.
+The services yield events (the wire's dicts); this response frames each one as it sends it
+(`lgos.http.sse`), so no module below HTTP produces SSE bytes. The frames are sent from the
+request's own task (no hand-off per chunk). One watcher task per stream waits for the
+client's disconnect and sends keep-alive comments when nothing was sent for `ping_interval`
+seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
+from typing import Generic, TypeVar
 
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from lgos.wire.sse import PING
+from lgos.http.sse import PING
+
+Event = TypeVar("Event")
 
 HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -23,13 +28,23 @@ HEADERS = [
 ]
 
 
-class EventStreamResponse(Response):
+class EventStreamResponse(Response, Generic[Event]):
     """A Starlette `Response` (headers, middleware and handlers treat it as one) whose body is
-    the frames. Not Starlette's `StreamingResponse`: that one sends each chunk through a
-    memory stream to a second task and has no keep-alive."""
+    `events`, each sent as `frame(event)`, then `last` (Chat Completions' `[DONE]`). Not
+    Starlette's `StreamingResponse`: that one sends each chunk through a memory stream to a
+    second task and has no keep-alive."""
 
-    def __init__(self, frames: AsyncGenerator[bytes], *, ping_interval: float = 15.0) -> None:
-        self.frames = frames
+    def __init__(
+        self,
+        events: AsyncGenerator[Event],
+        frame: Callable[[Event], bytes],
+        *,
+        last: bytes | None = None,
+        ping_interval: float = 15.0,
+    ) -> None:
+        self.events = events
+        self.frame = frame
+        self.last = last
         self.ping_interval = ping_interval
         self.status_code = 200
         self.background = None
@@ -66,13 +81,17 @@ class EventStreamResponse(Response):
         )
         watcher = asyncio.create_task(watch())
         try:
-            async for frame in self.frames:
+            frame = self.frame
+            async for event in self.events:
+                body = frame(event)
                 async with lock:
-                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
                 last_sent = time.monotonic()
             finished = True
             async with lock:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await send(
+                    {"type": "http.response.body", "body": self.last or b"", "more_body": False}
+                )
         except asyncio.CancelledError:
             if not client_left:
                 raise
@@ -81,4 +100,4 @@ class EventStreamResponse(Response):
         finally:
             finished = True
             watcher.cancel()
-            await self.frames.aclose()
+            await self.events.aclose()

@@ -36,7 +36,6 @@ from lgos.service.stateful import StatefulResponses
 from lgos.wire import ids
 from lgos.wire.responses_decoder import DecodedResponsesRequest
 from lgos.wire.responses_encoder import ResponseEcho, ResponsesStream, failure
-from lgos.wire.sse import named_event
 
 # While a tail waits for events, how often it asks the engine whether the run has ended.
 STATUS_CHECK_SECONDS = 1.0
@@ -106,8 +105,33 @@ class BackgroundResponses:
 
     async def create(
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
-    ) -> dict[str, Any] | AsyncGenerator[bytes]:
-        """Submit a run: its queued Response, or (with `stream`) its stream's frames."""
+    ) -> dict[str, Any]:
+        """Submit a run created without `stream`: its queued Response."""
+        run, _, new = await self._submit(
+            decoded, owner_scope=owner_scope, idempotency_key=idempotency_key
+        )
+        # A retry shows the run as a poll would (its end may be in the log already).
+        return snapshot(run) if new else await self._polled(run)
+
+    async def create_stream(
+        self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
+    ) -> AsyncGenerator[dict[str, Any]]:
+        """Submit a run created with `stream`: its stream's events, replayed and tailed."""
+        run, prepared, _ = await self._submit(
+            decoded, owner_scope=owner_scope, idempotency_key=idempotency_key
+        )
+        assert self.events is not None
+        # The stream's first two events. A retry that found the run already created keeps
+        # the stored ones: the log never replaces an existing sequence number.
+        queued = ResponsesStream(prepared.with_response_id(response_id(run)).echo).queued()
+        await self.events.append(run.id, queued)
+        return self._tail(run, self.events, after=-1)
+
+    async def _submit(
+        self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
+    ) -> tuple[BackgroundRun, responses.PreparedResponse, bool]:
+        """Check, submit and index a run: the run, the prepared request, and whether the run
+        is new (not one an earlier request with the same idempotency key created)."""
         model = decoded.body.model
         config = self.registry.get(model)
         if self.backend is None:
@@ -146,33 +170,28 @@ class BackgroundResponses:
         new = run.job.model_dump(mode="json") == job.model_dump(mode="json")
         if self.stateful is not None and new:
             await self.stateful.remember_background(prepared, owner_scope, response_id(run))
-        if not decoded.stream:
-            # A retry shows the run as a poll would (its end may be in the log already).
-            return snapshot(run) if new else await self._polled(run)
-        assert self.events is not None
-        # The stream's first two events. A retry that found the run already created keeps
-        # the stored ones: the log never replaces an existing sequence number.
-        queued = ResponsesStream(prepared.with_response_id(response_id(run)).echo).queued()
-        await self.events.append(run.id, queued)
-        return self._tail(run, self.events, after=-1)
+        return run, prepared, new
 
     async def retrieve(
+        self, response_id: str, *, owner_scope: str, indexed: bool = False
+    ) -> dict[str, Any]:
+        """A poll. `indexed`: the caller found this id in the store under this owner, so it
+        was not deleted (a delete removes the record and marks the id in one transaction)."""
+        parsed = ids.parse_run_response_id(response_id)
+        if indexed and parsed is not None and results_in_log(self.backend):
+            return await self._poll_with_log(response_id, parsed.nonce, owner_scope)
+        return await self._polled(await self._owned_run(response_id, owner_scope, indexed=indexed))
+
+    async def stream(
         self,
         response_id: str,
         *,
         owner_scope: str,
-        stream: bool,
         starting_after: int | None,
         indexed: bool = False,
-    ) -> dict[str, Any] | AsyncGenerator[bytes]:
-        """`indexed`: the caller found this id in the store under this owner, so it was not
-        deleted (a delete removes the record and marks the id in one transaction)."""
-        parsed = ids.parse_run_response_id(response_id)
-        if indexed and not stream and parsed is not None and results_in_log(self.backend):
-            return await self._poll_with_log(response_id, parsed.nonce, owner_scope)
+    ) -> AsyncGenerator[dict[str, Any]]:
+        """A streamed run's events after `starting_after`, replayed then tailed to its end."""
         run = await self._owned_run(response_id, owner_scope, indexed=indexed)
-        if not stream:
-            return await self._polled(run)
         if not run.job.stream or self.events is None:
             raise InvalidRequestError(
                 "You can only start a new stream from a background response if you created "
@@ -255,7 +274,7 @@ class BackgroundResponses:
 
     async def _tail(
         self, run: BackgroundRun, log: ResponseEventLog, after: int
-    ) -> AsyncGenerator[bytes]:
+    ) -> AsyncGenerator[dict[str, Any]]:
         """Replay the events after `after`, then follow new ones to the terminal event.
 
         The engine is asked whether the run ended at most every `STATUS_CHECK_SECONDS` (and
@@ -268,7 +287,7 @@ class BackgroundResponses:
         while True:
             events = await log.read(run.id, last)
             for event in events:
-                yield named_event(event)
+                yield event
                 last = int(event["sequence_number"])
                 if event["type"] in TERMINAL_EVENTS:
                     return
@@ -282,7 +301,7 @@ class BackgroundResponses:
                     # worker lost).
                     if await log.read(run.id, last):
                         continue
-                    yield named_event(_closing_event(current or run, last + 1))
+                    yield _closing_event(current or run, last + 1)
                     return
                 next_check = loop.time() + STATUS_CHECK_SECONDS
             await log.wait(run.id, last, max(0.0, next_check - loop.time()))

@@ -1,4 +1,5 @@
-"""The Chat Completions API: decoded body to a completion object or chunk stream."""
+"""The Chat Completions API: decoded body to a completion object or chunk stream (the chunks
+as dicts: HTTP frames them)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from lgos.core.run_events import Finished, Interrupted, RunEvent, TextDelta
 from lgos.service.runs import graph_request, plan_run, run_events, run_to_end, start_stream
 from lgos.wire.chat_decoder import DecodedChatRequest
 from lgos.wire.chat_encoder import ChatEncoder
-from lgos.wire.sse import DONE, data_event
 
 logger = logging.getLogger("lgos.chat")
 
@@ -35,26 +35,25 @@ async def create(
 
 async def open_stream(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str, patience: float
-) -> AsyncGenerator[bytes]:
+) -> AsyncGenerator[dict[str, Any]]:
     events = await start_stream(_events(registry, decoded, scope=scope, streaming=True), patience)
     encoder = ChatEncoder(decoded.body.model, include_usage=decoded.include_usage)
-    return _frames(decoded, encoder, events)
+    return _chunks(decoded, encoder, events)
 
 
-async def _frames(
+async def _chunks(
     decoded: DecodedChatRequest, encoder: ChatEncoder, events: AsyncIterable[RunEvent]
-) -> AsyncGenerator[bytes]:
-    yield data_event(encoder.start())
+) -> AsyncGenerator[dict[str, Any]]:
+    yield encoder.start()
     try:
         async for event in events:
             if type(event) is TextDelta:
-                yield data_event(encoder.text_delta(event.text))
+                yield encoder.text_delta(event.text)
             elif isinstance(event, Finished | Interrupted):
                 for chunk in encoder.end(event):
-                    yield data_event(chunk)
+                    yield chunk
     except LgosError as error:
-        yield data_event(encoder.error(error.message))
+        yield encoder.error(error.message)
     except Exception:
         logger.exception("chat_completion.stream_failed", extra={"model": decoded.body.model})
-        yield data_event(encoder.error())
-    yield DONE
+        yield encoder.error()

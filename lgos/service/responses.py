@@ -31,7 +31,6 @@ from lgos.wire.responses_encoder import (
     final_output,
     interrupt_items,
 )
-from lgos.wire.sse import named_event
 
 if TYPE_CHECKING:  # a worker runs a job without the decoder (tests/background/test_job.py)
     from lgos.wire.responses_decoder import DecodedResponsesRequest
@@ -266,15 +265,15 @@ async def open_stream(
     scope: str,
     patience: float,
     on_end: StreamEnd | None = None,
-) -> AsyncGenerator[bytes]:
-    """Start the run; raise request errors now, then return the SSE frames."""
+) -> AsyncGenerator[dict[str, Any]]:
+    """Start the run; raise request errors now, then return the stream events."""
     events = await start_stream(_events(registry, prepared, scope=scope, streaming=True), patience)
-    return _frames(prepared, events, on_end)
+    return _stream_events(prepared, events, on_end)
 
 
-async def _frames(
+async def _stream_events(
     prepared: PreparedResponse, events: AsyncIterable[RunEvent], on_end: StreamEnd | None
-) -> AsyncGenerator[bytes]:
+) -> AsyncGenerator[dict[str, Any]]:
     stream = ResponsesStream(prepared.echo)
     # What a stored stream keeps: every event sent, and where a kept thread ended.
     sent: list[dict[str, Any]] | None = [] if on_end is not None else None
@@ -289,13 +288,13 @@ async def _frames(
     for event in stream.start():
         if sent is not None:
             sent.append(event)
-        yield named_event(event)
+        yield event
     async with aclosing(event_batches(prepared, watched(), stream)) as batches:
         async for batch in batches:
             if sent is not None:
                 sent.extend(batch)
             for event in batch:
-                yield named_event(event)
+                yield event
     if on_end is not None and sent is not None:
         await on_end(sent, ended_on[0])
 
