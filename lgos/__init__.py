@@ -17,7 +17,7 @@ from lgos.core.errors import (
     InvalidRequestError,
 )
 from lgos.core.registry import GraphConfig, GraphFeature, GraphRegistry
-from lgos.core.request import ClientFunctionTool, GraphRequest, NamedToolChoice
+from lgos.core.request import ClientFunctionTool, GraphRequest, NamedToolChoice, ResponseFormat
 from lgos.http.mount import LanggraphOpenaiServe
 from lgos.run.expiry import delete_expired_interrupt_runs
 from lgos.run.nodes import get_request, status_event
@@ -43,6 +43,7 @@ __all__ = [
     "InvalidRequestError",
     "LanggraphOpenaiServe",
     "NamedToolChoice",
+    "ResponseFormat",
     "RunCoordinator",
     "ServerResources",
     "ServerSettings",

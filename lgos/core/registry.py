@@ -26,6 +26,9 @@ class GraphFeature(StrEnum):
     # `previous_response_id` or `conversation`) runs every turn on one thread and sends only
     # the new input. Needs the checkpointer, like INTERRUPTS.
     THREADS = "threads"
+    # The graph answers in the JSON shape the client asks for (`text.format`,
+    # `response_format`), reading it from `get_request().response_format`.
+    STRUCTURED_OUTPUT = "structured_output"
 
 
 # A compiled LangGraph graph (StateGraph.compile() returns a Pregel subclass).

@@ -40,6 +40,23 @@ ToolChoice = Literal["none", "auto", "required"] | NamedToolChoice
 
 
 @dataclass(frozen=True, slots=True)
+class ResponseFormat:
+    """The shape the client asked the answer to have (Responses `text.format`, Chat
+    `response_format`): a JSON object, or one matching `schema`.
+
+    With `strict`, LGOS checks the graph's final answer against `schema` and fails the run
+    when it does not match; a graph honouring the format passes `schema` to its model (for
+    example `model.with_structured_output(schema, strict=True)`).
+    """
+
+    type: Literal["json_schema", "json_object"]
+    name: str | None = None
+    schema: Mapping[str, Any] | None = None
+    strict: bool = False
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class GraphRequest:
     """What both OpenAI APIs decode into. Graph adapters receive it."""
 
@@ -51,6 +68,8 @@ class GraphRequest:
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool = True
     settings: ClientSettings | None = None
+    # None: plain text, as the client did not ask for a shape.
+    response_format: ResponseFormat | None = None
 
     @property
     def conversation_id(self) -> str | None:

@@ -29,6 +29,7 @@ from lgos.core.run_events import (
     RunEvent,
     TextDelta,
 )
+from lgos.core.structured_output import check_answer
 from lgos.run.nodes import REQUEST_CONFIG_KEY, STATUS_EVENT_TYPE
 from lgos.run.telemetry import Workflow, run_callbacks
 from lgos.run.usage import UsageCollector
@@ -153,7 +154,7 @@ async def run_graph(
                 workflow.succeed()
                 yield Interrupted(checkpointing.run_id, pending, "".join(streamed), usage.usage())
                 return
-        finished = _finish(config, output, "".join(streamed), usage)
+        finished = _finish(config, request, output, "".join(streamed), usage)
         workflow.succeed()
     except GraphRecursionError as error:
         workflow.fail(error)
@@ -187,7 +188,9 @@ def _commentary(data: Any) -> str | None:
     return None
 
 
-def _finish(config: GraphConfig, output: Any, streamed: str, usage: UsageCollector) -> Finished:
+def _finish(
+    config: GraphConfig, request: GraphRequest, output: Any, streamed: str, usage: UsageCollector
+) -> Finished:
     if output is None:
         raise GraphError("the graph produced no output")
     message = config.output_to_message(output)
@@ -200,6 +203,8 @@ def _finish(config: GraphConfig, output: Any, streamed: str, usage: UsageCollect
             "the streamed text differs from the final answer; tag private model calls "
             "with 'nostream' so only the answer streams"
         )
+    if not message.tool_calls:  # a turn that calls tools answers later, in the format
+        check_answer(text, request.response_format)
     return Finished(message, text, usage.usage(message), Citation.from_message(message))
 
 

@@ -13,6 +13,7 @@ from lgos.core.errors import InvalidRequestError, LgosError, is_transient_databa
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.request import GraphRequest
 from lgos.core.run_events import Commentary, Finished, Interrupted, RunEvent, TextDelta
+from lgos.core.structured_output import AnswerFormatError
 from lgos.service.runs import (
     RunPlan,
     graph_request,
@@ -21,12 +22,13 @@ from lgos.service.runs import (
     run_to_end,
     start_stream,
 )
-from lgos.wire import ids
+from lgos.wire import ids, structured
 from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE
 from lgos.wire.responses_decoder import DecodedResponsesRequest
 from lgos.wire.responses_encoder import (
     ResponseEcho,
     ResponsesStream,
+    failure,
     final_output,
     interrupt_items,
 )
@@ -136,6 +138,7 @@ def response_echo(
         store=store,
         user=body.user,
         conversation=decoded.conversation_id,
+        text_format=structured.echo_format(decoded.response_format),
     )
 
 
@@ -182,7 +185,11 @@ async def run(
     events = _events(
         registry, prepared, scope=scope, streaming=False, continue_existing=continue_existing
     )
-    event = await run_to_end(events)
+    try:
+        event = await run_to_end(events)
+    except AnswerFormatError as error:
+        # The graph's fault, said in the Response (as OpenAI reports a failed run), not a 5xx.
+        return prepared.echo.snapshot("failed", error=failure(error.message)), None
     output = final_output(event) if isinstance(event, Finished) else interrupt_items(event)
     return prepared.echo.snapshot("completed", output, usage=event.usage), event.checkpoint_id
 

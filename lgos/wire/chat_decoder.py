@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, ConfigDict, Field
 
 from lgos.core.request import ClientFunctionTool, ToolChoice
-from lgos.wire import decoding
+from lgos.wire import decoding, structured
 from lgos.wire.decoding import StrictBody
 from lgos.wire.interrupts import INTERRUPT_FUNCTION
 
@@ -165,11 +165,10 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
         raise decoding.unsupported("n", "Graphs return one choice.")
     if body.store:
         raise decoding.unsupported("store", "Chat completions are not stored.")
-    if body.response_format is not None and body.response_format.get("type") != "text":
-        raise decoding.unsupported("response_format", "Graphs answer in plain text.")
     decoding.check_common(body, body.stream_options)
     tools = _tools(body)
     messages, answers = _messages(body)
+    response_format = structured.chat_format(body.response_format)
     return DecodedChatRequest(
         body=body,
         messages=messages,
@@ -177,6 +176,8 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
         tools=tools,
         tool_choice=_tool_choice(body, tools),
         answers=answers,
+        response_format=response_format,
+        demands=structured.format_demand(response_format, "response_format"),
         answer_params={
             message.tool_call_id: f"messages[{index}].content"
             for index, message in enumerate(messages)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapt
 
 from lgos.core.errors import InvalidRequestError
 from lgos.core.request import ClientFunctionTool, NamedToolChoice, ToolChoice
+from lgos.wire import structured
 from lgos.wire.decoding import (
     GENERATION_CONTROLS,
     ApiBody,
@@ -164,13 +165,9 @@ class NamedFunction(StrictBody):
     name: str
 
 
-class TextFormat(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    type: str
-
-
 class TextConfig(StrictBody):
-    format: TextFormat | None = None
+    # Checked by `structured.responses_format`, which names the exact field at fault.
+    format: dict[str, Any] | None = None
     verbosity: str | None = None
 
 
@@ -241,7 +238,7 @@ _HISTORY = TypeAdapter(list[InputItem])
 
 @dataclass(frozen=True, slots=True)
 class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
-    body_idempotency_key: str | None
+    body_idempotency_key: str | None = None
     # Where each answer is in the request (call id → `input[2].output`), for errors.
     answer_params: dict[str, str] = field(default_factory=dict)
 
@@ -307,6 +304,7 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
             code="mutually_exclusive_parameters",
         )
     messages, answers = _conversation(body, [])
+    response_format = structured.responses_format(body.text.format if body.text else None)
     decoded = DecodedResponsesRequest(
         body=body,
         messages=messages,
@@ -314,6 +312,8 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
         tools=tools,
         tool_choice=_tool_choice(body, tools),
         answers=answers,
+        response_format=response_format,
+        demands=structured.format_demand(response_format, "text.format"),
         body_idempotency_key=_body_idempotency_key(body),
         answer_params=_answer_params(body, answers),
     )
@@ -350,11 +350,8 @@ def _answer_params(body: ResponsesBody, answers: dict[str, str] | None) -> dict[
 def _reject_unsupported(body: ResponsesBody, data: Mapping[str, Any]) -> None:
     reject_set(body, _UNSET_ONLY)
     check_common(body, body.stream_options)
-    if body.text is not None:
-        if body.text.format is not None and body.text.format.type != "text":
-            raise unsupported("text.format", "Graphs answer in plain text.")
-        if body.text.verbosity is not None:
-            raise unsupported("text.verbosity")
+    if body.text is not None and body.text.verbosity is not None:
+        raise unsupported("text.verbosity")
     if body.truncation == "auto":
         raise unsupported("truncation", "Only 'disabled' is supported.")
     if body.include:

@@ -50,6 +50,8 @@ class ResponseEcho:
     store: bool = False
     user: str | None = None
     conversation: str | None = None
+    # The requested answer shape, as `text.format` (see `structured.echo_format`).
+    text_format: dict[str, Any] = field(default_factory=lambda: {"type": "text"})
     created_at: int = field(default_factory=lambda: int(time.time()))
 
     def snapshot(
@@ -87,7 +89,7 @@ class ResponseEcho:
             "max_output_tokens": None,
             "max_tool_calls": None,
             "truncation": "disabled",
-            "text": {"format": {"type": "text"}},
+            "text": {"format": self.text_format},
             "reasoning": None,
             "user": self.user,
             "service_tier": "default",

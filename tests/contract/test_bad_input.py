@@ -24,6 +24,8 @@ BODY_LIMIT = 64 * 1024
 
 OK_INPUT = {"model": "echo", "input": "hi"}
 OK_CHAT = {"model": "echo", "messages": [{"role": "user", "content": "hi"}]}
+AGENT_INPUT = {"model": "everything-agent", "input": "hi"}
+AGENT_CHAT = {"model": "everything-agent", "messages": [{"role": "user", "content": "hi"}]}
 META_17 = {f"k{i}": "v" for i in range(17)}
 
 # (path, body or raw bytes, status, param, code)
@@ -67,6 +69,44 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
         400,
         "text.format",
         "unsupported_parameter",
+    ),
+    (
+        "/v1/responses",
+        {
+            **AGENT_INPUT,
+            "text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": 5}}},
+        },
+        400,
+        "text.format.schema",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "text": {"format": {"type": "json_schema", "schema": {}}}},
+        400,
+        "text.format.name",
+        "missing_required_parameter",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "text": {"format": {"type": "json_schema", "name": "a b", "schema": {}}}},
+        400,
+        "text.format.name",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "text": {"format": {"type": "xml"}}},
+        400,
+        "text.format.type",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "text": {"format": {"type": "json_object", "schema": {}}}},
+        400,
+        "text.format.schema",
+        "unknown_parameter",
     ),
     (
         "/v1/responses",
@@ -288,6 +328,33 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
         400,
         "tools[0].function.name",
         "invalid_value",
+    ),
+    (
+        "/v1/chat/completions",
+        {**OK_CHAT, "response_format": {"type": "json_object"}},
+        400,
+        "response_format",
+        "unsupported_parameter",
+    ),
+    (
+        "/v1/chat/completions",
+        {
+            **AGENT_CHAT,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "x", "schema": {"properties": []}},
+            },
+        },
+        400,
+        "response_format.json_schema.schema",
+        "invalid_value",
+    ),
+    (
+        "/v1/chat/completions",
+        {**AGENT_CHAT, "response_format": {"type": "json_schema"}},
+        400,
+        "response_format.json_schema",
+        "missing_required_parameter",
     ),
     ("/v1/chat/completions", {**OK_CHAT, "model": "nope"}, 404, "model", "model_not_found"),
 ]
