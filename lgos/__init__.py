@@ -17,7 +17,14 @@ from lgos.core.errors import (
     InvalidRequestError,
 )
 from lgos.core.registry import GraphConfig, GraphFeature, GraphRegistry
-from lgos.core.request import ClientFunctionTool, GraphRequest, NamedToolChoice, ResponseFormat
+from lgos.core.request import (
+    AllowedTools,
+    ClientFunctionTool,
+    GraphRequest,
+    HostedToolChoice,
+    NamedToolChoice,
+    ResponseFormat,
+)
 from lgos.http.mount import LanggraphOpenaiServe
 from lgos.run.expiry import delete_expired_interrupt_runs
 from lgos.run.nodes import get_request, status_event
@@ -26,6 +33,7 @@ from lgos.server.resources import ServerResources
 from lgos.server.settings import ServerSettings
 
 __all__ = [
+    "AllowedTools",
     "BackgroundBackend",
     "BackgroundJob",
     "BackgroundRun",
@@ -37,6 +45,7 @@ __all__ = [
     "GraphFeature",
     "GraphRegistry",
     "GraphRequest",
+    "HostedToolChoice",
     "InMemoryBackgroundBackend",
     "InMemoryRunCoordinator",
     "InvalidAnswerError",

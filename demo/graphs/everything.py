@@ -18,7 +18,7 @@ from langgraph.pregel import Pregel
 
 from demo.graphs.agent_model import AgentChatModel
 from demo.graphs.models import chat_model
-from lgos import GraphRequest, NamedToolChoice, get_request
+from lgos import AllowedTools, GraphRequest, HostedToolChoice, NamedToolChoice, get_request
 
 
 def langchain_tool_choice(request: GraphRequest) -> Any:
@@ -26,6 +26,11 @@ def langchain_tool_choice(request: GraphRequest) -> Any:
     choice = request.tool_choice
     if isinstance(choice, NamedToolChoice):
         return {"type": "function", "function": {"name": choice.name}}
+    if isinstance(choice, AllowedTools):
+        functions = [{"type": "function", "function": {"name": name}} for name in choice.names]
+        return {"type": "allowed_tools", "allowed_tools": {"mode": choice.mode, "tools": functions}}
+    if isinstance(choice, HostedToolChoice):
+        return "auto"  # this graph runs no hosted tools, so none can be chosen
     return choice
 
 

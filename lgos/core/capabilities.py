@@ -24,9 +24,29 @@ class Demand:
     code: str = "unsupported_parameter"
 
 
-def check_demands(model: str, config: GraphConfig, demands: tuple[Demand, ...]) -> None:
+@dataclass(frozen=True, slots=True)
+class HostedToolDemand:
+    """A hosted tool (`web_search`, ...) in the request: the graph must run that type itself."""
+
+    tool_type: str
+    param: str
+
+
+def check_demands(
+    model: str, config: GraphConfig, demands: tuple[Demand | HostedToolDemand, ...]
+) -> None:
     for demand in demands:
-        if not config.supports(demand.feature):
+        if isinstance(demand, HostedToolDemand):
+            if demand.tool_type not in config.hosted_tools:
+                runs = ", ".join(f"'{kind}'" for kind in sorted(config.hosted_tools)) or "none"
+                raise InvalidRequestError(
+                    f"Invalid '{demand.param}': '{demand.tool_type}' tools are not supported "
+                    f"by the model '{model}', which runs only client function tools and these "
+                    f"hosted tool types: {runs}.",
+                    param=demand.param,
+                    code="unsupported_value",
+                )
+        elif not config.supports(demand.feature):
             raise InvalidRequestError(
                 f"Invalid '{demand.param}': the model '{model}' does not take {demand.what} "
                 f"(it does not declare the '{demand.feature}' feature).",

@@ -36,7 +36,22 @@ class NamedToolChoice:
     name: str
 
 
-ToolChoice = Literal["none", "auto", "required"] | NamedToolChoice
+@dataclass(frozen=True, slots=True)
+class AllowedTools:
+    """`allowed_tools`: the model may use only these functions, as `mode` says."""
+
+    mode: Literal["auto", "required"]
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HostedToolChoice:
+    """The model must use this hosted tool type (`web_search`, ...), which the graph runs."""
+
+    type: str
+
+
+ToolChoice = Literal["none", "auto", "required"] | NamedToolChoice | AllowedTools | HostedToolChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +82,9 @@ class GraphRequest:
     tools: tuple[ClientFunctionTool, ...] = ()
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool = True
+    # Hosted tools (`web_search`, `mcp`, ...) as the client sent them; only for graphs that
+    # declare they run that type (`GraphConfig.hosted_tools`).
+    hosted_tools: tuple[Mapping[str, Any], ...] = ()
     settings: ClientSettings | None = None
     # None: plain text, as the client did not ask for a shape.
     response_format: ResponseFormat | None = None

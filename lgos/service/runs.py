@@ -46,6 +46,7 @@ def graph_request(config: GraphConfig, decoded: DecodedRequest[Any]) -> GraphReq
         parallel_tool_calls=body.parallel_tool_calls is not False,
         settings=settings,
         response_format=decoded.response_format,
+        hosted_tools=decoded.hosted_tools,
     )
 
 

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, ConfigDict, Field
 
 from lgos.core.request import ClientFunctionTool, ToolChoice
-from lgos.wire import decoding, structured
+from lgos.wire import decoding, structured, tool_choice
 from lgos.wire.decoding import StrictBody
 from lgos.wire.interrupts import INTERRUPT_FUNCTION
 
@@ -104,7 +104,7 @@ class ChatBody(decoding.ApiBody):
     messages: list[ChatMessageIn] = Field(min_length=1)
     stream_options: ChatStreamOptions | None = None
     tools: list[ChatTool] | None = None
-    tool_choice: Literal["none", "auto", "required"] | NamedChoice | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedChoice | dict[str, Any] | None = None
     n: int | None = None
     # Generation controls belong to the graph: only "unset" is accepted.
     max_tokens: int | None = None
@@ -204,6 +204,15 @@ def _tool_choice(body: ChatBody, tools: tuple[ClientFunctionTool, ...]) -> ToolC
     if isinstance(choice, NamedChoice):
         return decoding.resolve_tool_choice(
             None, choice.function.name, tools, name_param="tool_choice.function.name"
+        )
+    if isinstance(choice, dict):
+        if choice.get("type") != "allowed_tools":
+            raise decoding.unsupported(
+                "tool_choice", "Use 'none', 'auto', 'required', a function or 'allowed_tools'."
+            )
+        spec = tool_choice.validated(tool_choice.ChatAllowedTools, choice, "tool_choice")
+        return tool_choice.allowed_tools(
+            spec.allowed_tools, tools, (), param="tool_choice.allowed_tools"
         )
     return decoding.resolve_tool_choice(choice, None, tools, name_param="tool_choice.function.name")
 

@@ -15,9 +15,16 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
 
+from lgos.core.capabilities import HostedToolDemand
 from lgos.core.errors import InvalidRequestError
-from lgos.core.request import ClientFunctionTool, NamedToolChoice, ToolChoice
-from lgos.wire import structured
+from lgos.core.request import (
+    AllowedTools,
+    ClientFunctionTool,
+    HostedToolChoice,
+    NamedToolChoice,
+    ToolChoice,
+)
+from lgos.wire import structured, tool_choice
 from lgos.wire.decoding import (
     GENERATION_CONTROLS,
     ApiBody,
@@ -273,7 +280,7 @@ class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
         return decoded
 
     def echo_tools(self) -> list[dict[str, Any]]:
-        return [
+        functions = [
             {
                 "type": "function",
                 "name": tool.name,
@@ -283,11 +290,19 @@ class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
             }
             for tool in self.tools
         ]
+        # In the order the client sent them.
+        hosted = iter(self.hosted_tools)
+        return [
+            next(hosted) if isinstance(tool, UnsupportedTool) else functions.pop(0)
+            for tool in self.body.tools or ()
+        ]
 
     def echo_tool_choice(self) -> Any:
         choice = self.tool_choice
         if isinstance(choice, NamedToolChoice):
             return {"type": "function", "name": choice.name}
+        if isinstance(choice, AllowedTools | HostedToolChoice):
+            return self.body.tool_choice  # as the client sent it
         return choice
 
 
@@ -313,7 +328,11 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
         tool_choice=_tool_choice(body, tools),
         answers=answers,
         response_format=response_format,
-        demands=structured.format_demand(response_format, "text.format"),
+        demands=(
+            *structured.format_demand(response_format, "text.format"),
+            *_tool_demands(body),
+        ),
+        hosted_tools=_hosted_tools(body),
         body_idempotency_key=_body_idempotency_key(body),
         answer_params=_answer_params(body, answers),
     )
@@ -362,29 +381,56 @@ def _reject_unsupported(body: ResponsesBody, data: Mapping[str, Any]) -> None:
             param="store",
             code="invalid_value",
         )
-    if isinstance(body.tool_choice, dict):
-        raise unsupported("tool_choice", "Use 'none', 'auto', 'required' or a named function.")
 
 
 def _tools(body: ResponsesBody) -> tuple[ClientFunctionTool, ...]:
-    tools: list[ClientFunctionTool] = []
-    for index, tool in enumerate(body.tools or ()):
-        if not isinstance(tool, FunctionTool):
-            raise InvalidRequestError(
-                f"Invalid 'tools[{index}].type': '{tool.type}' tools are not supported; only "
-                "client function tools are.",
-                param=f"tools[{index}].type",
-                code="unsupported_value",
-            )
-        tools.append(ClientFunctionTool(tool.name, tool.description, tool.parameters, tool.strict))
-    return checked_tools(tools, lambda index: f"tools[{index}].name")
+    tools = [
+        ClientFunctionTool(tool.name, tool.description, tool.parameters, tool.strict)
+        for tool in body.tools or ()
+        if isinstance(tool, FunctionTool)
+    ]
+    return checked_tools(tools, lambda index: f"tools[{_function_index(body, index)}].name")
+
+
+def _function_index(body: ResponsesBody, position: int) -> int:
+    """Where the `position`-th function tool sits in `tools` (hosted ones interleave)."""
+    indexes = [i for i, tool in enumerate(body.tools or ()) if isinstance(tool, FunctionTool)]
+    return indexes[position]
+
+
+def _hosted_tools(body: ResponsesBody) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        tool.model_dump() for tool in body.tools or () if isinstance(tool, UnsupportedTool)
+    )
+
+
+def _tool_demands(body: ResponsesBody) -> tuple[HostedToolDemand, ...]:
+    return tuple(
+        HostedToolDemand(tool.type, f"tools[{index}].type")
+        for index, tool in enumerate(body.tools or ())
+        if isinstance(tool, UnsupportedTool)
+    )
 
 
 def _tool_choice(body: ResponsesBody, tools: tuple[ClientFunctionTool, ...]) -> ToolChoice:
     choice = body.tool_choice
     if isinstance(choice, NamedFunction):
         return resolve_tool_choice(None, choice.name, tools, name_param="tool_choice.name")
-    return resolve_tool_choice(choice, None, tools, name_param="tool_choice.name")  # type: ignore[arg-type]
+    if isinstance(choice, dict):
+        hosted_types = [tool["type"] for tool in _hosted_tools(body)]
+        if choice.get("type") == "allowed_tools":
+            spec = tool_choice.validated(tool_choice.ResponsesAllowedTools, choice, "tool_choice")
+            return tool_choice.allowed_tools(spec, tools, hosted_types, param="tool_choice")
+        kind = choice.get("type")
+        if not isinstance(kind, str) or kind == "function":
+            raise InvalidRequestError(
+                "Invalid 'tool_choice': expected 'none', 'auto', 'required', a function, "
+                "'allowed_tools' or a hosted tool type.",
+                param="tool_choice",
+                code="invalid_value",
+            )
+        return tool_choice.hosted_choice(kind, hosted_types, param="tool_choice")
+    return resolve_tool_choice(choice, None, tools, name_param="tool_choice.name")
 
 
 def _body_idempotency_key(body: ResponsesBody) -> str | None:

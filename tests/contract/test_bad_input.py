@@ -139,6 +139,59 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
     ("/v1/responses", {**OK_INPUT, "tool_choice": "required"}, 400, "tool_choice", "invalid_value"),
     (
         "/v1/responses",
+        {**AGENT_INPUT, "tools": [{"type": "mcp", "server_label": "x"}]},
+        400,
+        "tools[0].type",
+        "unsupported_value",
+    ),
+    (
+        "/v1/responses",
+        {
+            **AGENT_INPUT,
+            "tools": [{"type": "function", "name": "f"}],
+            "tool_choice": {
+                "type": "allowed_tools",
+                "mode": "auto",
+                "tools": [{"type": "function", "name": "g"}],
+            },
+        },
+        400,
+        "tool_choice.tools[0]",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {
+            **AGENT_INPUT,
+            "tool_choice": {"type": "allowed_tools", "mode": "sometimes", "tools": []},
+        },
+        400,
+        "tool_choice.mode",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "tool_choice": {"type": "file_search"}},
+        400,
+        "tool_choice.type",
+        "invalid_value",
+    ),
+    (
+        "/v1/chat/completions",
+        {
+            **AGENT_CHAT,
+            "tools": [{"type": "function", "function": {"name": "f"}}],
+            "tool_choice": {
+                "type": "allowed_tools",
+                "allowed_tools": {"mode": "auto", "tools": []},
+            },
+        },
+        400,
+        "tool_choice.allowed_tools.tools",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
         {
             "model": "echo",
             "input": [

@@ -86,6 +86,23 @@ def tool_caller_graph() -> Pregel:
     return single_node(node)
 
 
+def request_report_graph() -> Pregel:
+    """Answers with what reached `get_request()` beyond the messages, as JSON."""
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        request = get_request()
+        report = {
+            "tool_choice": repr(request.tool_choice),
+            "parallel_tool_calls": request.parallel_tool_calls,
+            "tools": [tool.name for tool in request.tools],
+            "hosted_tools": [dict(tool) for tool in request.hosted_tools],
+            "response_format": repr(request.response_format),
+        }
+        return {"messages": [AIMessage(content=json.dumps(report))]}
+
+    return single_node(node)
+
+
 def schema_breaker_graph() -> Pregel:
     """Declares structured output but answers `{"city": 42}` whatever the schema says."""
 
@@ -317,6 +334,11 @@ def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
                 graph=everything_agent_graph(),
                 description="Takes everything a client sends",
                 features=frozenset({GraphFeature.STRUCTURED_OUTPUT}),
+            ),
+            "request-report": GraphConfig(
+                graph=request_report_graph(),
+                description="Reports what reached get_request()",
+                hosted_tools=frozenset({"file_search", "mcp"}),
             ),
             "schema-breaker": GraphConfig(
                 graph=schema_breaker_graph(),
