@@ -24,6 +24,10 @@ from lgos.server import ServerResources
 
 BACKGROUND = GraphFeature.BACKGROUND
 INTERRUPTS = GraphFeature.INTERRUPTS
+# Everything a client can send beyond text.
+EVERYTHING = frozenset(
+    {GraphFeature.STRUCTURED_OUTPUT, GraphFeature.IMAGE_INPUT, GraphFeature.FILE_INPUT}
+)
 
 
 def create_registry(resources: ServerResources) -> GraphRegistry:
@@ -76,7 +80,7 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                     "your function tools and tool_choice, a JSON schema for the answer, "
                     "images and files; it describes what it received and shows its reasoning."
                 ),
-                features=frozenset({GraphFeature.STRUCTURED_OUTPUT}),
+                features=EVERYTHING,
             ),
             "deep-research": GraphConfig(
                 graph=deep_research_graph(checkpointer),

@@ -29,6 +29,10 @@ class GraphFeature(StrEnum):
     # The graph answers in the JSON shape the client asks for (`text.format`,
     # `response_format`), reading it from `get_request().response_format`.
     STRUCTURED_OUTPUT = "structured_output"
+    # The graph takes images / files in user messages, as LangChain standard content blocks
+    # (`{"type": "image", "url" | "base64", ...}`, `{"type": "file", ...}`).
+    IMAGE_INPUT = "image_input"
+    FILE_INPUT = "file_input"
 
 
 # A compiled LangGraph graph (StateGraph.compile() returns a Pregel subclass).

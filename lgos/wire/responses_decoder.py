@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
 
-from lgos.core.capabilities import HostedToolDemand
+from lgos.core.capabilities import Demand, HostedToolDemand
 from lgos.core.errors import InvalidRequestError
 from lgos.core.request import (
     AllowedTools,
@@ -24,7 +24,7 @@ from lgos.core.request import (
     NamedToolChoice,
     ToolChoice,
 )
-from lgos.wire import structured, tool_choice
+from lgos.wire import media, structured, tool_choice
 from lgos.wire.decoding import (
     GENERATION_CONTROLS,
     ApiBody,
@@ -70,11 +70,14 @@ class UnsupportedPart(BaseModel):
 
 def _part_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in {"input_text", "output_text", "refusal"} else "unsupported"
+    known = {"input_text", "output_text", "refusal", "input_image", "input_file"}
+    return kind if kind in known else "unsupported"
 
 
 ContentPart = Annotated[
     Annotated[InputText, Tag("input_text")]
+    | Annotated[media.InputImage, Tag("input_image")]
+    | Annotated[media.InputFile, Tag("input_file")]
     | Annotated[OutputText, Tag("output_text")]
     | Annotated[Refusal, Tag("refusal")]
     | Annotated[UnsupportedPart, Tag("unsupported")],
@@ -227,6 +230,8 @@ _TAGS = frozenset(
         "input_text",
         "output_text",
         "refusal",
+        "input_image",
+        "input_file",
     }
 )
 _UNSET_ONLY = (
@@ -331,6 +336,7 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
         demands=(
             *structured.format_demand(response_format, "text.format"),
             *_tool_demands(body),
+            *_media_demands(body),
         ),
         hosted_tools=_hosted_tools(body),
         body_idempotency_key=_body_idempotency_key(body),
@@ -449,10 +455,38 @@ def _body_idempotency_key(body: ResponsesBody) -> str | None:
     return found
 
 
-def _text_of(content: str | list[Any], param: str) -> str:
+def _text_of(content: str | list[Any], param: str, *, allow_media: bool = False) -> str:
     if isinstance(content, str):
         return content
+    if allow_media:  # the blocks carry them (`_user_content`); here only the text counts
+        return joined_text(content, param, lambda p: "" if media.is_media(p) else _part_text(p))
     return joined_text(content, param, _part_text)
+
+
+def _user_content(content: str | list[Any], text: str, param: str) -> str | list[Any]:
+    """Plain text, or standard content blocks when the message carries images or files."""
+    if isinstance(content, str) or not any(media.is_media(part) for part in content):
+        return text
+    return [
+        media.block(part, f"{param}.content[{index}]")
+        if media.is_media(part)
+        else {"type": "text", "text": _part_text(part)}
+        for index, part in enumerate(content)
+    ]
+
+
+def _media_demands(body: ResponsesBody) -> tuple[Demand, ...]:
+    if isinstance(body.input, str):
+        return ()
+    demands = tuple(
+        media.demand(part, f"input[{index}].content[{position}]")
+        for index, item in enumerate(body.input)
+        if isinstance(item, MessageItem) and not isinstance(item.content, str)
+        for position, part in enumerate(item.content)
+        if media.is_media(part)
+    )
+    media.check_count(demands)
+    return demands
 
 
 def _part_text(part: Any) -> str | None:
@@ -537,11 +571,11 @@ def _conversation(
                 answered.add(item.call_id)
             continue
         if isinstance(item, MessageItem):
-            text = _text_of(item.content, f"{param}.content")
+            text = _text_of(item.content, f"{param}.content", allow_media=item.role == "user")
             if item.role == "assistant":
                 messages.append(AIMessage(content=text))
             elif item.role == "user":
-                messages.append(HumanMessage(content=text))
+                messages.append(HumanMessage(content=_user_content(item.content, text, param)))
             else:
                 messages.append(SystemMessage(content=text))
         elif isinstance(item, FunctionCallOutputItem):

@@ -26,6 +26,14 @@ OK_INPUT = {"model": "echo", "input": "hi"}
 OK_CHAT = {"model": "echo", "messages": [{"role": "user", "content": "hi"}]}
 AGENT_INPUT = {"model": "everything-agent", "input": "hi"}
 AGENT_CHAT = {"model": "everything-agent", "messages": [{"role": "user", "content": "hi"}]}
+# A GIF's bytes sent as a PNG.
+GIF_B64 = "R0lGODlhAQABAAAAACw="
+
+
+def agent_parts(*parts: Any) -> dict[str, Any]:
+    return {"model": "everything-agent", "input": [{"role": "user", "content": list(parts)}]}
+
+
 META_17 = {f"k{i}": "v" for i in range(17)}
 
 # (path, body or raw bytes, status, param, code)
@@ -204,6 +212,124 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
         400,
         "input[0].content[0].type",
         "unsupported_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "data:image/png;base64,@@@"}),
+        400,
+        "input[0].content[0].image_url",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "data:image/png;base64," + GIF_B64}),
+        400,
+        "input[0].content[0].image_url",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "data:image/bmp;base64,Qk0="}),
+        400,
+        "input[0].content[0].image_url",
+        "unsupported_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "data:image/png,rawbytes"}),
+        400,
+        "input[0].content[0].image_url",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "file:///etc/passwd"}),
+        400,
+        "input[0].content[0].image_url",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "file_id": "file_1"}),
+        400,
+        "input[0].content[0].image_url",
+        "missing_required_parameter",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "https://x/y.png", "detail": "max"}),
+        400,
+        "input[0].content[0].detail",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts(
+            {"type": "input_file", "file_data": "data:application/x-msdownload;base64,TVo="}
+        ),
+        400,
+        "input[0].content[0].file_data",
+        "unsupported_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_file", "file_data": "JVBERi0=", "filename": "noext"}),
+        400,
+        "input[0].content[0].file_data",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_file", "file_data": "JVBERi0=", "file_url": "https://x/a.pdf"}),
+        400,
+        "input[0].content[0]",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts(*[{"type": "input_image", "image_url": "https://x/y.png"}] * 51),
+        400,
+        "input",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {
+            "model": "echo",
+            "input": [
+                {"role": "user", "content": [{"type": "input_file", "file_url": "https://x/a.pdf"}]}
+            ],
+        },
+        400,
+        "input[0].content[0].type",
+        "unsupported_value",
+    ),
+    (
+        "/v1/chat/completions",
+        {
+            "model": "everything-agent",
+            "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],
+        },
+        400,
+        "messages[0].content[0].image_url.url",
+        "missing_required_parameter",
+    ),
+    (
+        "/v1/chat/completions",
+        {
+            "model": "everything-agent",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "file", "file": {"file_data": "%%%", "filename": "a.pdf"}}
+                    ],
+                }
+            ],
+        },
+        400,
+        "messages[0].content[0].file.file_data",
+        "invalid_value",
     ),
     (
         "/v1/responses",

@@ -333,7 +333,13 @@ def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
             "everything-agent": GraphConfig(
                 graph=everything_agent_graph(),
                 description="Takes everything a client sends",
-                features=frozenset({GraphFeature.STRUCTURED_OUTPUT}),
+                features=frozenset(
+                    {
+                        GraphFeature.STRUCTURED_OUTPUT,
+                        GraphFeature.IMAGE_INPUT,
+                        GraphFeature.FILE_INPUT,
+                    }
+                ),
             ),
             "request-report": GraphConfig(
                 graph=request_report_graph(),
