@@ -26,7 +26,12 @@ BACKGROUND = GraphFeature.BACKGROUND
 INTERRUPTS = GraphFeature.INTERRUPTS
 # Everything a client can send beyond text.
 EVERYTHING = frozenset(
-    {GraphFeature.STRUCTURED_OUTPUT, GraphFeature.IMAGE_INPUT, GraphFeature.FILE_INPUT}
+    {
+        GraphFeature.STRUCTURED_OUTPUT,
+        GraphFeature.IMAGE_INPUT,
+        GraphFeature.FILE_INPUT,
+        GraphFeature.REASONING,
+    }
 )
 
 

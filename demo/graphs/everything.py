@@ -57,6 +57,8 @@ def bound_model(
                 spec["description"] = answer_format.description
             response_format = {"type": "json_schema", "json_schema": spec}
         bound = bound.bind(response_format=response_format)  # type: ignore[attr-defined]
+    if request.reasoning is not None and request.reasoning.effort is not None:
+        bound = bound.bind(reasoning_effort=request.reasoning.effort)  # type: ignore[attr-defined]
     return bound
 
 

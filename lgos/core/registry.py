@@ -33,6 +33,9 @@ class GraphFeature(StrEnum):
     # (`{"type": "image", "url" | "base64", ...}`, `{"type": "file", ...}`).
     IMAGE_INPUT = "image_input"
     FILE_INPUT = "file_input"
+    # The graph's model reasons: `reasoning` options reach `get_request().reasoning`, and the
+    # answer's LangChain `reasoning` blocks become Responses `reasoning` items.
+    REASONING = "reasoning"
 
 
 # A compiled LangGraph graph (StateGraph.compile() returns a Pregel subclass).

@@ -72,6 +72,15 @@ class ResponseFormat:
 
 
 @dataclass(frozen=True, slots=True)
+class Reasoning:
+    """Responses `reasoning` (`effort`, `summary`) or Chat `reasoning_effort`, for a graph whose
+    model reasons. A summary is shown only when `summary` asks for one, as OpenAI does."""
+
+    effort: str | None = None
+    summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class GraphRequest:
     """What both OpenAI APIs decode into. Graph adapters receive it."""
 
@@ -88,6 +97,7 @@ class GraphRequest:
     settings: ClientSettings | None = None
     # None: plain text, as the client did not ask for a shape.
     response_format: ResponseFormat | None = None
+    reasoning: Reasoning | None = None
 
     @property
     def conversation_id(self) -> str | None:

@@ -26,8 +26,10 @@ from lgos.core.run_events import (
     Finished,
     Interrupted,
     PendingInterrupt,
+    ReasoningDelta,
     RunEvent,
     TextDelta,
+    reasoning_of,
 )
 from lgos.core.structured_output import check_answer
 from lgos.run.nodes import REQUEST_CONFIG_KEY, STATUS_EVENT_TYPE
@@ -127,7 +129,11 @@ async def run_graph(
                 workflow.detach(token)
             kind = part["type"]
             if kind == "messages":
-                text = _chunk_text(part["data"][0])
+                chunk = part["data"][0]
+                thought = reasoning_of(chunk) if isinstance(chunk, AIMessageChunk) else ""
+                if thought:
+                    yield ReasoningDelta(thought)
+                text = _chunk_text(chunk)
                 if text:
                     streamed.append(text)
                     yield TextDelta(text)
@@ -205,7 +211,13 @@ def _finish(
         )
     if not message.tool_calls:  # a turn that calls tools answers later, in the format
         check_answer(text, request.response_format)
-    return Finished(message, text, usage.usage(message), Citation.from_message(message))
+    return Finished(
+        message,
+        text,
+        usage.usage(message),
+        Citation.from_message(message),
+        reasoning=reasoning_of(message),
+    )
 
 
 async def _pending_interrupts(

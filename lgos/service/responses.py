@@ -12,7 +12,14 @@ from typing import Any
 from lgos.core.errors import InvalidRequestError, LgosError, is_transient_database_error
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.request import GraphRequest
-from lgos.core.run_events import Commentary, Finished, Interrupted, RunEvent, TextDelta
+from lgos.core.run_events import (
+    Commentary,
+    Finished,
+    Interrupted,
+    ReasoningDelta,
+    RunEvent,
+    TextDelta,
+)
 from lgos.core.structured_output import AnswerFormatError
 from lgos.service.runs import (
     RunPlan,
@@ -139,6 +146,7 @@ def response_echo(
         user=body.user,
         conversation=decoded.conversation_id,
         text_format=structured.echo_format(decoded.response_format),
+        reasoning=structured.echo_reasoning(decoded.reasoning),
     )
 
 
@@ -190,7 +198,11 @@ async def run(
     except AnswerFormatError as error:
         # The graph's fault, said in the Response (as OpenAI reports a failed run), not a 5xx.
         return prepared.echo.snapshot("failed", error=failure(error.message)), None
-    output = final_output(event) if isinstance(event, Finished) else interrupt_items(event)
+    output = (
+        final_output(event, summary=prepared.echo.reasoning_summary)
+        if isinstance(event, Finished)
+        else interrupt_items(event)
+    )
     return prepared.echo.snapshot("completed", output, usage=event.usage), event.checkpoint_id
 
 
@@ -284,6 +296,8 @@ async def event_batches(
 def _encode(stream: ResponsesStream, event: RunEvent) -> list[dict[str, Any]]:
     if type(event) is TextDelta:
         return stream.text_delta(event.text)
+    if isinstance(event, ReasoningDelta):
+        return stream.reasoning_delta(event.text)
     if isinstance(event, Commentary):
         return stream.commentary(event)
     if isinstance(event, Finished):

@@ -47,6 +47,7 @@ def graph_request(config: GraphConfig, decoded: DecodedRequest[Any]) -> GraphReq
         settings=settings,
         response_format=decoded.response_format,
         hosted_tools=decoded.hosted_tools,
+        reasoning=decoded.reasoning,
     )
 
 

@@ -144,7 +144,6 @@ _UNSET_ONLY = (
     "logit_bias",
     "seed",
     "stop",
-    "reasoning_effort",
     "modalities",
     "audio",
     "prediction",
@@ -184,6 +183,7 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
     tools = _tools(body)
     messages, answers = _messages(body)
     response_format = structured.chat_format(body.response_format)
+    reasoning, reasoning_demands = structured.reasoning_options(None, body.reasoning_effort)
     return DecodedChatRequest(
         body=body,
         messages=messages,
@@ -192,8 +192,10 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
         tool_choice=_tool_choice(body, tools),
         answers=answers,
         response_format=response_format,
+        reasoning=reasoning,
         demands=(
             *structured.format_demand(response_format, "response_format"),
+            *reasoning_demands,
             *_media_demands(body),
         ),
         answer_params={

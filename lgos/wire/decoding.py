@@ -14,7 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from lgos.core import safe_json
 from lgos.core.capabilities import Demand, HostedToolDemand
 from lgos.core.errors import InvalidRequestError
-from lgos.core.request import ClientFunctionTool, NamedToolChoice, ResponseFormat, ToolChoice
+from lgos.core.request import (
+    ClientFunctionTool,
+    NamedToolChoice,
+    Reasoning,
+    ResponseFormat,
+    ToolChoice,
+)
 from lgos.wire.interrupts import INTERRUPT_FUNCTION
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -64,6 +70,7 @@ class DecodedRequest(Generic[Body]):
     answers: dict[str, str] | None
     # The answer's requested shape, and the parts of the request only some graphs take.
     response_format: ResponseFormat | None = None
+    reasoning: Reasoning | None = None
     demands: tuple[Demand | HostedToolDemand, ...] = ()
     # Hosted tools (non-function `tools` entries) as sent, for graphs that run them.
     hosted_tools: tuple[dict[str, Any], ...] = ()

@@ -238,7 +238,6 @@ _UNSET_ONLY = (
     *GENERATION_CONTROLS,
     "max_output_tokens",
     "max_tool_calls",
-    "reasoning",
     "prompt",
     "prompt_cache_retention",
 )
@@ -325,6 +324,7 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
         )
     messages, answers = _conversation(body, [])
     response_format = structured.responses_format(body.text.format if body.text else None)
+    reasoning, reasoning_demands = structured.reasoning_options(body.reasoning)
     decoded = DecodedResponsesRequest(
         body=body,
         messages=messages,
@@ -333,8 +333,10 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
         tool_choice=_tool_choice(body, tools),
         answers=answers,
         response_format=response_format,
+        reasoning=reasoning,
         demands=(
             *structured.format_demand(response_format, "text.format"),
+            *reasoning_demands,
             *_tool_demands(body),
             *_media_demands(body),
         ),

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 from lgos.core.capabilities import Demand
 from lgos.core.errors import InvalidRequestError
 from lgos.core.registry import GraphFeature
-from lgos.core.request import ResponseFormat
+from lgos.core.request import Reasoning, ResponseFormat
 from lgos.core.structured_output import check_schema
 from lgos.wire.decoding import StrictBody, from_validation_error
 
@@ -122,6 +122,32 @@ def chat_format(data: Any, param: str = "response_format") -> ResponseFormat | N
     )
 
 
+class _ReasoningOptions(StrictBody):
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    summary: Literal["auto", "concise", "detailed"] | None = None
+    generate_summary: Literal["auto", "concise", "detailed"] | None = None  # deprecated name
+
+
+def reasoning_options(data: Any, effort: Any = None) -> tuple[Reasoning | None, tuple[Demand, ...]]:
+    """Responses `reasoning` (`data`) or Chat `reasoning_effort` (`effort`)."""
+    if data is not None:
+        parsed: _ReasoningOptions = _validated(_ReasoningOptions, data, "reasoning")
+        options = Reasoning(parsed.effort, parsed.summary or parsed.generate_summary)
+        param = "reasoning"
+    elif effort is not None:
+        allowed = ("none", "minimal", "low", "medium", "high", "xhigh")
+        if effort not in allowed:
+            raise InvalidRequestError(
+                f"Invalid 'reasoning_effort': expected one of {', '.join(allowed)}.",
+                param="reasoning_effort",
+                code="invalid_value",
+            )
+        options, param = Reasoning(str(effort)), "reasoning_effort"
+    else:
+        return None, ()
+    return options, (Demand(GraphFeature.REASONING, param, "reasoning options"),)
+
+
 def format_demand(response_format: ResponseFormat | None, param: str) -> tuple[Demand, ...]:
     if response_format is None:
         return ()
@@ -142,3 +168,10 @@ def echo_format(response_format: ResponseFormat | None) -> dict[str, Any]:
         "strict": response_format.strict,
         "description": response_format.description,
     }
+
+
+def echo_reasoning(reasoning: Reasoning | None) -> dict[str, Any] | None:
+    """The Response's `reasoning`, as the request asked."""
+    if reasoning is None:
+        return None
+    return {"effort": reasoning.effort, "summary": reasoning.summary}

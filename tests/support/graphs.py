@@ -338,6 +338,7 @@ def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
                         GraphFeature.STRUCTURED_OUTPUT,
                         GraphFeature.IMAGE_INPUT,
                         GraphFeature.FILE_INPUT,
+                        GraphFeature.REASONING,
                     }
                 ),
             ),
