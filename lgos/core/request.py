@@ -98,6 +98,9 @@ class GraphRequest:
     # None: plain text, as the client did not ask for a shape.
     response_format: ResponseFormat | None = None
     reasoning: Reasoning | None = None
+    # Responses `truncation`: "auto" lets the graph drop the oldest history to fit its model's
+    # context window (LGOS itself never truncates).
+    truncation: Literal["disabled", "auto"] = "disabled"
 
     @property
     def conversation_id(self) -> str | None:

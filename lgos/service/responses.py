@@ -147,6 +147,7 @@ def response_echo(
         conversation=decoded.conversation_id,
         text_format=structured.echo_format(decoded.response_format),
         reasoning=structured.echo_reasoning(decoded.reasoning),
+        truncation=body.truncation or "disabled",
     )
 
 

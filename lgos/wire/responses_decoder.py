@@ -242,6 +242,11 @@ _UNSET_ONLY = (
     "prompt_cache_retention",
 )
 IDEMPOTENCY_HEADERS = ("idempotency-key", "x-idempotency-key")
+# `include[]` values LGOS honours. Reasoning is never encrypted here, so asking for its
+# encrypted content (which the Agents SDK does with store=false) is granted as it stands: the
+# reasoning items are whole already. The others name data no graph produces (logprobs,
+# hosted-tool results).
+INCLUDABLE = frozenset({"reasoning.encrypted_content"})
 
 
 _HISTORY = TypeAdapter(list[InputItem])
@@ -379,10 +384,14 @@ def _reject_unsupported(body: ResponsesBody, data: Mapping[str, Any]) -> None:
     check_common(body, body.stream_options)
     if body.text is not None and body.text.verbosity is not None:
         raise unsupported("text.verbosity")
-    if body.truncation == "auto":
-        raise unsupported("truncation", "Only 'disabled' is supported.")
-    if body.include:
-        raise unsupported("include")
+    for index, value in enumerate(body.include or ()):
+        if value not in INCLUDABLE:
+            raise InvalidRequestError(
+                f"Invalid 'include[{index}]': '{value}' cannot be included by this server; "
+                f"it includes: {', '.join(sorted(INCLUDABLE))}.",
+                param=f"include[{index}]",
+                code="unsupported_value",
+            )
     if body.background and body.store is False:
         raise InvalidRequestError(
             "Background responses are stored: 'store' must be true or omitted.",

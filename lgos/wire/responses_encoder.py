@@ -55,6 +55,7 @@ class ResponseEcho:
     # The request's `reasoning` options, echoed; reasoning summaries are shown only when
     # `summary` asks for them (else reasoning items carry an empty summary, as OpenAI's do).
     reasoning: dict[str, Any] | None = None
+    truncation: str = "disabled"
     created_at: int = field(default_factory=lambda: int(time.time()))
 
     @property
@@ -95,7 +96,7 @@ class ResponseEcho:
             "top_logprobs": 0,
             "max_output_tokens": None,
             "max_tool_calls": None,
-            "truncation": "disabled",
+            "truncation": self.truncation,
             "text": {"format": self.text_format},
             "reasoning": self.reasoning,
             "user": self.user,

@@ -146,6 +146,14 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
     ),
     (
         "/v1/responses",
+        {**OK_INPUT, "include": ["reasoning.encrypted_content", "message.output_text.logprobs"]},
+        400,
+        "include[1]",
+        "unsupported_value",
+    ),
+    ("/v1/responses", {**OK_INPUT, "truncation": "sometimes"}, 400, "truncation", "invalid_value"),
+    (
+        "/v1/responses",
         {**OK_INPUT, "stream_options": {"include_obfuscation": False}},
         400,
         "stream_options",

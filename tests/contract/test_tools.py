@@ -175,3 +175,14 @@ async def test_a_hosted_tool_the_graph_does_not_run_is_named(http: httpx2.AsyncC
         "'code_interpreter' tools are not supported by the model 'everything-agent'"
         in error["message"]
     )
+
+
+async def test_truncation_and_include_reach_the_graph(client: AsyncOpenAI) -> None:
+    response = await client.responses.create(
+        model="request-report",
+        input="hi",
+        truncation="auto",
+        include=["reasoning.encrypted_content"],
+    )
+    assert json.loads(response.output_text)["truncation"] == "auto"
+    assert response.truncation == "auto"

@@ -97,6 +97,7 @@ def request_report_graph() -> Pregel:
             "tools": [tool.name for tool in request.tools],
             "hosted_tools": [dict(tool) for tool in request.hosted_tools],
             "response_format": repr(request.response_format),
+            "truncation": request.truncation,
         }
         return {"messages": [AIMessage(content=json.dumps(report))]}
 
