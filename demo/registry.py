@@ -12,6 +12,7 @@ from demo.graphs.chat import (
     streaming_long_graph,
 )
 from demo.graphs.deep_research import TOOL_NAMES, ResearchSettings, deep_research_graph
+from demo.graphs.everything import everything_agent_graph
 from demo.graphs.review import (
     DelaySettings,
     background_interrupt_graph,
@@ -22,6 +23,15 @@ from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 BACKGROUND = GraphFeature.BACKGROUND
 INTERRUPTS = GraphFeature.INTERRUPTS
+# Everything a client can send beyond text.
+EVERYTHING = frozenset(
+    {
+        GraphFeature.STRUCTURED_OUTPUT,
+        GraphFeature.IMAGE_INPUT,
+        GraphFeature.FILE_INPUT,
+        GraphFeature.REASONING,
+    }
+)
 
 
 def create_registry(resources: ServerResources) -> GraphRegistry:
@@ -66,6 +76,15 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 description="Prepares a report, asks for approval, then finishes it.",
                 features=frozenset({BACKGROUND, INTERRUPTS}),
                 client_settings=DelaySettings,
+            ),
+            "everything-agent": GraphConfig(
+                graph=everything_agent_graph(),
+                description=(
+                    "An agent around one model call that takes everything a client sends: "
+                    "your function tools and tool_choice, a JSON schema for the answer, "
+                    "images and files; it describes what it received and shows its reasoning."
+                ),
+                features=EVERYTHING,
             ),
             "deep-research": GraphConfig(
                 graph=deep_research_graph(checkpointer),

@@ -22,7 +22,14 @@ if TYPE_CHECKING:
         InvalidRequestError,
     )
     from lgos.core.registry import GraphConfig, GraphFeature, GraphRegistry
-    from lgos.core.request import ClientFunctionTool, GraphRequest, NamedToolChoice
+    from lgos.core.request import (
+        AllowedTools,
+        ClientFunctionTool,
+        GraphRequest,
+        HostedToolChoice,
+        NamedToolChoice,
+        ResponseFormat,
+    )
     from lgos.http.mount import LanggraphOpenaiServe
     from lgos.run.expiry import delete_expired_interrupt_runs
     from lgos.run.nodes import get_request, status_event
@@ -34,6 +41,7 @@ if TYPE_CHECKING:
 # `import lgos.background.executor` then loads what a worker needs, and not the HTTP layer
 # or the request decoders.
 _EXPORTS: dict[str, str] = {
+    "AllowedTools": "lgos.core.request",
     "BackgroundBackend": "lgos.core.background",
     "BackgroundJob": "lgos.core.background",
     "BackgroundRun": "lgos.core.background",
@@ -45,12 +53,14 @@ _EXPORTS: dict[str, str] = {
     "GraphFeature": "lgos.core.registry",
     "GraphRegistry": "lgos.core.registry",
     "GraphRequest": "lgos.core.request",
+    "HostedToolChoice": "lgos.core.request",
     "InMemoryBackgroundBackend": "lgos.background.memory",
     "InMemoryRunCoordinator": "lgos.core.coordinator",
     "InvalidAnswerError": "lgos.core.errors",
     "InvalidRequestError": "lgos.core.errors",
     "LanggraphOpenaiServe": "lgos.http.mount",
     "NamedToolChoice": "lgos.core.request",
+    "ResponseFormat": "lgos.core.request",
     "RunCoordinator": "lgos.core.coordinator",
     "ServerResources": "lgos.server.resources",
     "ServerSettings": "lgos.server.settings",
@@ -62,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "status_event": "lgos.run.nodes",
 }
 __all__ = [
+    "AllowedTools",
     "BackgroundBackend",
     "BackgroundJob",
     "BackgroundRun",
@@ -73,12 +84,14 @@ __all__ = [
     "GraphFeature",
     "GraphRegistry",
     "GraphRequest",
+    "HostedToolChoice",
     "InMemoryBackgroundBackend",
     "InMemoryRunCoordinator",
     "InvalidAnswerError",
     "InvalidRequestError",
     "LanggraphOpenaiServe",
     "NamedToolChoice",
+    "ResponseFormat",
     "RunCoordinator",
     "ServerResources",
     "ServerSettings",

@@ -27,6 +27,16 @@ class GraphFeature(StrEnum):
     # `previous_response_id` or `conversation`) runs every turn on one thread and sends only
     # the new input. Needs the checkpointer, like INTERRUPTS.
     THREADS = "threads"
+    # The graph answers in the JSON shape the client asks for (`text.format`,
+    # `response_format`), reading it from `get_request().response_format`.
+    STRUCTURED_OUTPUT = "structured_output"
+    # The graph takes images / files in user messages, as LangChain standard content blocks
+    # (`{"type": "image", "url" | "base64", ...}`, `{"type": "file", ...}`).
+    IMAGE_INPUT = "image_input"
+    FILE_INPUT = "file_input"
+    # The graph's model reasons: `reasoning` options reach `get_request().reasoning`, and the
+    # answer's LangChain `reasoning` blocks become Responses `reasoning` items.
+    REASONING = "reasoning"
 
 
 # A compiled LangGraph graph (StateGraph.compile() returns a Pregel subclass).
@@ -72,6 +82,9 @@ class GraphConfig:
     # Tool names the graph executes itself / client functions it may call (advertised only).
     server_tools: frozenset[str] = frozenset()
     client_tools: frozenset[str] = frozenset()
+    # Hosted tool types (`web_search`, `file_search`, `mcp`, `code_interpreter`, ...) the graph
+    # executes itself: requests may send them, and they reach `get_request().hosted_tools`.
+    hosted_tools: frozenset[str] = frozenset()
     recursion_limit: int = 100
     # The graph is meant to run in the background (long work): UIs start it there unless the
     # user says otherwise. Advertised as `lgos.background_by_default`; needs BACKGROUND.
@@ -84,6 +97,9 @@ class GraphConfig:
         object.__setattr__(self, "features", frozenset(GraphFeature(f) for f in self.features))
         object.__setattr__(self, "server_tools", frozenset(self.server_tools))
         object.__setattr__(self, "client_tools", frozenset(self.client_tools))
+        object.__setattr__(self, "hosted_tools", frozenset(self.hosted_tools))
+        if "function" in self.hosted_tools:
+            raise ConfigurationError("GraphConfig.hosted_tools names hosted types, not 'function'")
         if not self.description.strip():
             raise ConfigurationError("GraphConfig.description must not be empty")
         if self.background_by_default and GraphFeature.BACKGROUND not in self.features:

@@ -18,6 +18,13 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """Streamed reasoning of the answering model (LangChain `reasoning` content blocks)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Commentary:
     """A complete progress message from `status_event(...)`."""
 
@@ -82,6 +89,19 @@ class Finished:
     citations: tuple[Citation, ...] = ()
     # A thread-keeping graph's checkpoint at the end of the run (the next turn starts there).
     checkpoint_id: str | None = None
+    # The answer's reasoning (its `reasoning` content blocks joined), shown as a summary.
+    reasoning: str = ""
+
+
+def reasoning_of(message: Any) -> str:
+    """The text of a message's standard `reasoning` content blocks."""
+    if isinstance(message.content, str):
+        return ""
+    return "".join(
+        str(block.get("reasoning") or "")
+        for block in message.content_blocks
+        if block.get("type") == "reasoning"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,4 +124,4 @@ class Interrupted:
     checkpoint_id: str | None = None
 
 
-RunEvent = TextDelta | Commentary | Finished | Interrupted
+RunEvent = TextDelta | ReasoningDelta | Commentary | Finished | Interrupted

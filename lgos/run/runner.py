@@ -26,9 +26,12 @@ from lgos.core.run_events import (
     Finished,
     Interrupted,
     PendingInterrupt,
+    ReasoningDelta,
     RunEvent,
     TextDelta,
+    reasoning_of,
 )
+from lgos.core.structured_output import check_answer
 from lgos.run.nodes import REQUEST_CONFIG_KEY, STATUS_EVENT_TYPE
 from lgos.run.telemetry import Workflow, run_callbacks
 from lgos.run.usage import UsageCollector
@@ -127,7 +130,11 @@ async def run_graph(
                 workflow.detach(token)
             kind = part["type"]
             if kind == "messages":
-                text = _chunk_text(part["data"][0])
+                chunk = part["data"][0]
+                thought = reasoning_of(chunk) if isinstance(chunk, AIMessageChunk) else ""
+                if thought:
+                    yield ReasoningDelta(thought)
+                text = _chunk_text(chunk)
                 if text:
                     streamed.append(text)
                     yield TextDelta(text)
@@ -154,7 +161,7 @@ async def run_graph(
                 workflow.succeed()
                 yield Interrupted(checkpointing.run_id, pending, "".join(streamed), usage.usage())
                 return
-        finished = _finish(config, output, "".join(streamed), usage)
+        finished = _finish(config, request, output, "".join(streamed), usage)
         workflow.succeed()
     except GraphRecursionError as error:
         workflow.fail(error)
@@ -188,7 +195,9 @@ def _commentary(data: Any) -> str | None:
     return None
 
 
-def _finish(config: GraphConfig, output: Any, streamed: str, usage: UsageCollector) -> Finished:
+def _finish(
+    config: GraphConfig, request: GraphRequest, output: Any, streamed: str, usage: UsageCollector
+) -> Finished:
     if output is None:
         raise GraphError("the graph produced no output")
     message = config.output_to_message(output)
@@ -201,7 +210,15 @@ def _finish(config: GraphConfig, output: Any, streamed: str, usage: UsageCollect
             "the streamed text differs from the final answer; tag private model calls "
             "with 'nostream' so only the answer streams"
         )
-    return Finished(message, text, usage.usage(message), Citation.from_message(message))
+    if not message.tool_calls:  # a turn that calls tools answers later, in the format
+        check_answer(text, request.response_format)
+    return Finished(
+        message,
+        text,
+        usage.usage(message),
+        Citation.from_message(message),
+        reasoning=reasoning_of(message),
+    )
 
 
 async def _pending_interrupts(

@@ -13,7 +13,15 @@ from lgos.core.errors import InvalidRequestError, LgosError, is_transient_databa
 from lgos.core.job import JobEcho, JobPlan, JobRequest, PreparedJob
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.request import GraphRequest
-from lgos.core.run_events import Commentary, Finished, Interrupted, RunEvent, TextDelta
+from lgos.core.run_events import (
+    Commentary,
+    Finished,
+    Interrupted,
+    ReasoningDelta,
+    RunEvent,
+    TextDelta,
+)
+from lgos.core.structured_output import AnswerFormatError
 from lgos.run.interrupts import Resume
 from lgos.service.runs import (
     RunPlan,
@@ -23,11 +31,12 @@ from lgos.service.runs import (
     run_to_end,
     start_stream,
 )
-from lgos.wire import ids
+from lgos.wire import ids, structured
 from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE
 from lgos.wire.responses_encoder import (
     ResponseEcho,
     ResponsesStream,
+    failure,
     final_output,
     interrupt_items,
 )
@@ -203,6 +212,9 @@ def response_echo(
         store=store,
         user=body.user,
         conversation=decoded.conversation_id,
+        text_format=structured.echo_format(decoded.response_format),
+        reasoning=structured.echo_reasoning(decoded.reasoning),
+        truncation=body.truncation or "disabled",
     )
 
 
@@ -249,8 +261,16 @@ async def run(
     events = _events(
         registry, prepared, scope=scope, streaming=False, continue_existing=continue_existing
     )
-    event = await run_to_end(events)
-    output = final_output(event) if isinstance(event, Finished) else interrupt_items(event)
+    try:
+        event = await run_to_end(events)
+    except AnswerFormatError as error:
+        # The graph's fault, said in the Response (as OpenAI reports a failed run), not a 5xx.
+        return prepared.echo.snapshot("failed", error=failure(error.message)), None
+    output = (
+        final_output(event, summary=prepared.echo.reasoning_summary)
+        if isinstance(event, Finished)
+        else interrupt_items(event)
+    )
     return prepared.echo.snapshot("completed", output, usage=event.usage), event.checkpoint_id
 
 
@@ -344,6 +364,8 @@ async def event_batches(
 def _encode(stream: ResponsesStream, event: RunEvent) -> list[dict[str, Any]]:
     if type(event) is TextDelta:
         return stream.text_delta(event.text)
+    if isinstance(event, ReasoningDelta):
+        return stream.reasoning_delta(event.text)
     if isinstance(event, Commentary):
         return stream.commentary(event)
     if isinstance(event, Finished):

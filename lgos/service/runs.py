@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lgos.core.capabilities import check_demands
 from lgos.core.client_settings import SETTINGS_PARAM
 from lgos.core.errors import InterruptConflictError, InvalidRequestError
 from lgos.core.registry import GraphConfig, GraphFeature, GraphRegistry
@@ -25,6 +26,7 @@ def graph_request(config: GraphConfig, decoded: DecodedRequest[Any]) -> GraphReq
     """The protocol-neutral request; validates `metadata.lgos_settings` against the graph."""
     body = decoded.body
     model, metadata = body.model, decoded.metadata
+    check_demands(model, config, decoded.demands)
     raw_settings = metadata.get("lgos_settings")
     if config.client_settings is not None:
         settings = config.client_settings.from_metadata(raw_settings)
@@ -45,6 +47,10 @@ def graph_request(config: GraphConfig, decoded: DecodedRequest[Any]) -> GraphReq
         tool_choice=decoded.tool_choice,
         parallel_tool_calls=body.parallel_tool_calls is not False,
         settings=settings,
+        response_format=decoded.response_format,
+        hosted_tools=decoded.hosted_tools,
+        reasoning=decoded.reasoning,
+        truncation=getattr(body, "truncation", None) or "disabled",
     )
 
 

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
+from lgos.core.capabilities import Demand
 from lgos.core.request import ClientFunctionTool, ToolChoice
-from lgos.wire import decoding
+from lgos.wire import decoding, media, structured, tool_choice
 from lgos.wire.decoding import StrictBody
 from lgos.wire.interrupts import INTERRUPT_FUNCTION
 
@@ -25,7 +26,19 @@ class OtherPart(BaseModel):
     type: str
 
 
-Content = str | list[Annotated[TextPart | OtherPart, Field(union_mode="left_to_right")]]
+def _part_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in ("text", "image_url", "file") else "other"
+
+
+Part = Annotated[
+    Annotated[TextPart, Tag("text")]
+    | Annotated[media.ChatImagePart, Tag("image_url")]
+    | Annotated[media.ChatFilePart, Tag("file")]
+    | Annotated[OtherPart, Tag("other")],
+    Discriminator(_part_tag),
+]
+Content = str | list[Part]
 
 
 class SystemMessageIn(StrictBody):
@@ -104,7 +117,7 @@ class ChatBody(decoding.ApiBody):
     messages: list[ChatMessageIn] = Field(min_length=1)
     stream_options: ChatStreamOptions | None = None
     tools: list[ChatTool] | None = None
-    tool_choice: Literal["none", "auto", "required"] | NamedChoice | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedChoice | dict[str, Any] | None = None
     n: int | None = None
     # Generation controls belong to the graph: only "unset" is accepted.
     max_tokens: int | None = None
@@ -131,7 +144,6 @@ _UNSET_ONLY = (
     "logit_bias",
     "seed",
     "stop",
-    "reasoning_effort",
     "modalities",
     "audio",
     "prediction",
@@ -140,7 +152,9 @@ _UNSET_ONLY = (
     "functions",
     "function_call",
 )
-_TAGS = frozenset({"system", "developer", "user", "assistant", "tool", "TextPart", "OtherPart"})
+_TAGS = frozenset(
+    {"system", "developer", "user", "assistant", "tool", "text", "image_url", "file", "other"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,11 +179,11 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
         raise decoding.unsupported("n", "Graphs return one choice.")
     if body.store:
         raise decoding.unsupported("store", "Chat completions are not stored.")
-    if body.response_format is not None and body.response_format.get("type") != "text":
-        raise decoding.unsupported("response_format", "Graphs answer in plain text.")
     decoding.check_common(body, body.stream_options)
     tools = _tools(body)
     messages, answers = _messages(body)
+    response_format = structured.chat_format(body.response_format)
+    reasoning, reasoning_demands = structured.reasoning_options(None, body.reasoning_effort)
     return DecodedChatRequest(
         body=body,
         messages=messages,
@@ -177,6 +191,13 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
         tools=tools,
         tool_choice=_tool_choice(body, tools),
         answers=answers,
+        response_format=response_format,
+        reasoning=reasoning,
+        demands=(
+            *structured.format_demand(response_format, "response_format"),
+            *reasoning_demands,
+            *_media_demands(body),
+        ),
         answer_params={
             message.tool_call_id: f"messages[{index}].content"
             for index, message in enumerate(messages)
@@ -204,6 +225,15 @@ def _tool_choice(body: ChatBody, tools: tuple[ClientFunctionTool, ...]) -> ToolC
         return decoding.resolve_tool_choice(
             None, choice.function.name, tools, name_param="tool_choice.function.name"
         )
+    if isinstance(choice, dict):
+        if choice.get("type") != "allowed_tools":
+            raise decoding.unsupported(
+                "tool_choice", "Use 'none', 'auto', 'required', a function or 'allowed_tools'."
+            )
+        spec = tool_choice.validated(tool_choice.ChatAllowedTools, choice, "tool_choice")
+        return tool_choice.allowed_tools(
+            spec.allowed_tools, tools, (), param="tool_choice.allowed_tools"
+        )
     return decoding.resolve_tool_choice(choice, None, tools, name_param="tool_choice.function.name")
 
 
@@ -215,6 +245,34 @@ def _text(content: Content | None, param: str) -> str:
     )
 
 
+def _user_content(content: Content, param: str) -> str | list[Any]:
+    """Plain text, or standard content blocks when the message carries images or files."""
+    if isinstance(content, str) or not any(media.is_media(part) for part in content):
+        return _text(content, f"{param}.content")
+    blocks: list[Any] = []
+    for index, part in enumerate(content):
+        where = f"{param}.content[{index}]"
+        if media.is_media(part):
+            blocks.append(media.block(part, where))
+        elif isinstance(part, TextPart):
+            blocks.append({"type": "text", "text": part.text})
+        else:
+            raise decoding.unsupported_content(where, part.type)
+    return blocks
+
+
+def _media_demands(body: ChatBody) -> tuple[Demand, ...]:
+    demands = tuple(
+        media.demand(part, f"messages[{index}].content[{position}]")
+        for index, message in enumerate(body.messages)
+        if isinstance(message, UserMessageIn) and not isinstance(message.content, str)
+        for position, part in enumerate(message.content)
+        if media.is_media(part)
+    )
+    media.check_count(demands)
+    return demands
+
+
 def _messages(body: ChatBody) -> tuple[tuple[BaseMessage, ...], dict[str, str] | None]:
     messages: list[BaseMessage] = []
     call_names: dict[str, str] = {}
@@ -224,7 +282,7 @@ def _messages(body: ChatBody) -> tuple[tuple[BaseMessage, ...], dict[str, str] |
         if isinstance(message, SystemMessageIn):
             messages.append(SystemMessage(content=_text(message.content, f"{param}.content")))
         elif isinstance(message, UserMessageIn):
-            messages.append(HumanMessage(content=_text(message.content, f"{param}.content")))
+            messages.append(HumanMessage(content=_user_content(message.content, param)))
         elif isinstance(message, AssistantMessageIn):
             calls = []
             for position, call in enumerate(message.tool_calls or ()):

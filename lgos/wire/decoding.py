@@ -12,8 +12,15 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessag
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lgos.core import safe_json
+from lgos.core.capabilities import Demand, HostedToolDemand
 from lgos.core.errors import InvalidRequestError
-from lgos.core.request import ClientFunctionTool, NamedToolChoice, ToolChoice
+from lgos.core.request import (
+    ClientFunctionTool,
+    NamedToolChoice,
+    Reasoning,
+    ResponseFormat,
+    ToolChoice,
+)
 from lgos.wire.interrupts import INTERRUPT_FUNCTION
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -61,6 +68,12 @@ class DecodedRequest(Generic[Body]):
     # Answers to a paused run (outputs answering lgos_interrupt calls): call id → output.
     # None for an ordinary request.
     answers: dict[str, str] | None
+    # The answer's requested shape, and the parts of the request only some graphs take.
+    response_format: ResponseFormat | None = None
+    reasoning: Reasoning | None = None
+    demands: tuple[Demand | HostedToolDemand, ...] = ()
+    # Hosted tools (non-function `tools` entries) as sent, for graphs that run them.
+    hosted_tools: tuple[dict[str, Any], ...] = ()
 
     @property
     def stream(self) -> bool:
@@ -185,10 +198,13 @@ def validate(
         raise from_validation_error(error, tags) from None
 
 
-def from_validation_error(error: ValidationError, tags: frozenset[str]) -> InvalidRequestError:
+def from_validation_error(
+    error: ValidationError, tags: frozenset[str], *, prefix: str = ""
+) -> InvalidRequestError:
+    """`prefix` is where the validated value sits in the request, for parts checked alone."""
     first = _most_specific(error.errors())
     location = _without_tags(tuple(first["loc"]), tags)
-    param = param_path(location) or None
+    param = ".".join(part for part in (prefix, param_path(location)) if part) or None
     kind = first["type"]
     if kind == "extra_forbidden":
         return InvalidRequestError(

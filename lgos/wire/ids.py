@@ -42,6 +42,10 @@ def message_id() -> str:
     return f"msg_{new_hex()}"
 
 
+def reasoning_id() -> str:
+    return "rs_" + new_hex()
+
+
 def function_call_item_id() -> str:
     return f"fc_{new_hex()}"
 

@@ -18,6 +18,7 @@ def model_object(model_id: str, config: GraphConfig, *, detail: bool) -> dict[st
         "features": sorted(config.features),
         "server_tools": sorted(config.server_tools),
         "client_tools": sorted(config.client_tools),
+        "hosted_tools": sorted(config.hosted_tools),
         "background_by_default": config.background_by_default,
     }
     if detail and config.client_settings is not None:

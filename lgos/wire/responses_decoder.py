@@ -15,8 +15,16 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
 
+from lgos.core.capabilities import Demand, HostedToolDemand
 from lgos.core.errors import InvalidRequestError
-from lgos.core.request import ClientFunctionTool, NamedToolChoice, ToolChoice
+from lgos.core.request import (
+    AllowedTools,
+    ClientFunctionTool,
+    HostedToolChoice,
+    NamedToolChoice,
+    ToolChoice,
+)
+from lgos.wire import media, structured, tool_choice
 from lgos.wire.decoding import (
     GENERATION_CONTROLS,
     ApiBody,
@@ -62,11 +70,14 @@ class UnsupportedPart(BaseModel):
 
 def _part_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in {"input_text", "output_text", "refusal"} else "unsupported"
+    known = {"input_text", "output_text", "refusal", "input_image", "input_file"}
+    return kind if kind in known else "unsupported"
 
 
 ContentPart = Annotated[
     Annotated[InputText, Tag("input_text")]
+    | Annotated[media.InputImage, Tag("input_image")]
+    | Annotated[media.InputFile, Tag("input_file")]
     | Annotated[OutputText, Tag("output_text")]
     | Annotated[Refusal, Tag("refusal")]
     | Annotated[UnsupportedPart, Tag("unsupported")],
@@ -164,13 +175,9 @@ class NamedFunction(StrictBody):
     name: str
 
 
-class TextFormat(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    type: str
-
-
 class TextConfig(StrictBody):
-    format: TextFormat | None = None
+    # Checked by `structured.responses_format`, which names the exact field at fault.
+    format: dict[str, Any] | None = None
     verbosity: str | None = None
 
 
@@ -223,17 +230,23 @@ _TAGS = frozenset(
         "input_text",
         "output_text",
         "refusal",
+        "input_image",
+        "input_file",
     }
 )
 _UNSET_ONLY = (
     *GENERATION_CONTROLS,
     "max_output_tokens",
     "max_tool_calls",
-    "reasoning",
     "prompt",
     "prompt_cache_retention",
 )
 IDEMPOTENCY_HEADERS = ("idempotency-key", "x-idempotency-key")
+# `include[]` values LGOS honours. Reasoning is never encrypted here, so asking for its
+# encrypted content (which the Agents SDK does with store=false) is granted as it stands: the
+# reasoning items are whole already. The others name data no graph produces (logprobs,
+# hosted-tool results).
+INCLUDABLE = frozenset({"reasoning.encrypted_content"})
 
 
 _HISTORY = TypeAdapter(list[InputItem])
@@ -241,7 +254,7 @@ _HISTORY = TypeAdapter(list[InputItem])
 
 @dataclass(frozen=True, slots=True)
 class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
-    body_idempotency_key: str | None
+    body_idempotency_key: str | None = None
     # Where each answer is in the request (call id → `input[2].output`), for errors.
     answer_params: dict[str, str] = field(default_factory=dict)
 
@@ -276,7 +289,7 @@ class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
         return decoded
 
     def echo_tools(self) -> list[dict[str, Any]]:
-        return [
+        functions = [
             {
                 "type": "function",
                 "name": tool.name,
@@ -286,11 +299,19 @@ class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
             }
             for tool in self.tools
         ]
+        # In the order the client sent them.
+        hosted = iter(self.hosted_tools)
+        return [
+            next(hosted) if isinstance(tool, UnsupportedTool) else functions.pop(0)
+            for tool in self.body.tools or ()
+        ]
 
     def echo_tool_choice(self) -> Any:
         choice = self.tool_choice
         if isinstance(choice, NamedToolChoice):
             return {"type": "function", "name": choice.name}
+        if isinstance(choice, AllowedTools | HostedToolChoice):
+            return self.body.tool_choice  # as the client sent it
         return choice
 
 
@@ -307,6 +328,8 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
             code="mutually_exclusive_parameters",
         )
     messages, answers = _conversation(body, [])
+    response_format = structured.responses_format(body.text.format if body.text else None)
+    reasoning, reasoning_demands = structured.reasoning_options(body.reasoning)
     decoded = DecodedResponsesRequest(
         body=body,
         messages=messages,
@@ -314,6 +337,15 @@ def decode(data: Mapping[str, Any]) -> DecodedResponsesRequest:
         tools=tools,
         tool_choice=_tool_choice(body, tools),
         answers=answers,
+        response_format=response_format,
+        reasoning=reasoning,
+        demands=(
+            *structured.format_demand(response_format, "text.format"),
+            *reasoning_demands,
+            *_tool_demands(body),
+            *_media_demands(body),
+        ),
+        hosted_tools=_hosted_tools(body),
         body_idempotency_key=_body_idempotency_key(body),
         answer_params=_answer_params(body, answers),
     )
@@ -350,44 +382,72 @@ def _answer_params(body: ResponsesBody, answers: dict[str, str] | None) -> dict[
 def _reject_unsupported(body: ResponsesBody, data: Mapping[str, Any]) -> None:
     reject_set(body, _UNSET_ONLY)
     check_common(body, body.stream_options)
-    if body.text is not None:
-        if body.text.format is not None and body.text.format.type != "text":
-            raise unsupported("text.format", "Graphs answer in plain text.")
-        if body.text.verbosity is not None:
-            raise unsupported("text.verbosity")
-    if body.truncation == "auto":
-        raise unsupported("truncation", "Only 'disabled' is supported.")
-    if body.include:
-        raise unsupported("include")
+    if body.text is not None and body.text.verbosity is not None:
+        raise unsupported("text.verbosity")
+    for index, value in enumerate(body.include or ()):
+        if value not in INCLUDABLE:
+            raise InvalidRequestError(
+                f"Invalid 'include[{index}]': '{value}' cannot be included by this server; "
+                f"it includes: {', '.join(sorted(INCLUDABLE))}.",
+                param=f"include[{index}]",
+                code="unsupported_value",
+            )
     if body.background and body.store is False:
         raise InvalidRequestError(
             "Background responses are stored: 'store' must be true or omitted.",
             param="store",
             code="invalid_value",
         )
-    if isinstance(body.tool_choice, dict):
-        raise unsupported("tool_choice", "Use 'none', 'auto', 'required' or a named function.")
 
 
 def _tools(body: ResponsesBody) -> tuple[ClientFunctionTool, ...]:
-    tools: list[ClientFunctionTool] = []
-    for index, tool in enumerate(body.tools or ()):
-        if not isinstance(tool, FunctionTool):
-            raise InvalidRequestError(
-                f"Invalid 'tools[{index}].type': '{tool.type}' tools are not supported; only "
-                "client function tools are.",
-                param=f"tools[{index}].type",
-                code="unsupported_value",
-            )
-        tools.append(ClientFunctionTool(tool.name, tool.description, tool.parameters, tool.strict))
-    return checked_tools(tools, lambda index: f"tools[{index}].name")
+    tools = [
+        ClientFunctionTool(tool.name, tool.description, tool.parameters, tool.strict)
+        for tool in body.tools or ()
+        if isinstance(tool, FunctionTool)
+    ]
+    return checked_tools(tools, lambda index: f"tools[{_function_index(body, index)}].name")
+
+
+def _function_index(body: ResponsesBody, position: int) -> int:
+    """Where the `position`-th function tool sits in `tools` (hosted ones interleave)."""
+    indexes = [i for i, tool in enumerate(body.tools or ()) if isinstance(tool, FunctionTool)]
+    return indexes[position]
+
+
+def _hosted_tools(body: ResponsesBody) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        tool.model_dump() for tool in body.tools or () if isinstance(tool, UnsupportedTool)
+    )
+
+
+def _tool_demands(body: ResponsesBody) -> tuple[HostedToolDemand, ...]:
+    return tuple(
+        HostedToolDemand(tool.type, f"tools[{index}].type")
+        for index, tool in enumerate(body.tools or ())
+        if isinstance(tool, UnsupportedTool)
+    )
 
 
 def _tool_choice(body: ResponsesBody, tools: tuple[ClientFunctionTool, ...]) -> ToolChoice:
     choice = body.tool_choice
     if isinstance(choice, NamedFunction):
         return resolve_tool_choice(None, choice.name, tools, name_param="tool_choice.name")
-    return resolve_tool_choice(choice, None, tools, name_param="tool_choice.name")  # type: ignore[arg-type]
+    if isinstance(choice, dict):
+        hosted_types = [tool["type"] for tool in _hosted_tools(body)]
+        if choice.get("type") == "allowed_tools":
+            spec = tool_choice.validated(tool_choice.ResponsesAllowedTools, choice, "tool_choice")
+            return tool_choice.allowed_tools(spec, tools, hosted_types, param="tool_choice")
+        kind = choice.get("type")
+        if not isinstance(kind, str) or kind == "function":
+            raise InvalidRequestError(
+                "Invalid 'tool_choice': expected 'none', 'auto', 'required', a function, "
+                "'allowed_tools' or a hosted tool type.",
+                param="tool_choice",
+                code="invalid_value",
+            )
+        return tool_choice.hosted_choice(kind, hosted_types, param="tool_choice")
+    return resolve_tool_choice(choice, None, tools, name_param="tool_choice.name")
 
 
 def _body_idempotency_key(body: ResponsesBody) -> str | None:
@@ -406,10 +466,38 @@ def _body_idempotency_key(body: ResponsesBody) -> str | None:
     return found
 
 
-def _text_of(content: str | list[Any], param: str) -> str:
+def _text_of(content: str | list[Any], param: str, *, allow_media: bool = False) -> str:
     if isinstance(content, str):
         return content
+    if allow_media:  # the blocks carry them (`_user_content`); here only the text counts
+        return joined_text(content, param, lambda p: "" if media.is_media(p) else _part_text(p))
     return joined_text(content, param, _part_text)
+
+
+def _user_content(content: str | list[Any], text: str, param: str) -> str | list[Any]:
+    """Plain text, or standard content blocks when the message carries images or files."""
+    if isinstance(content, str) or not any(media.is_media(part) for part in content):
+        return text
+    return [
+        media.block(part, f"{param}.content[{index}]")
+        if media.is_media(part)
+        else {"type": "text", "text": _part_text(part)}
+        for index, part in enumerate(content)
+    ]
+
+
+def _media_demands(body: ResponsesBody) -> tuple[Demand, ...]:
+    if isinstance(body.input, str):
+        return ()
+    demands = tuple(
+        media.demand(part, f"input[{index}].content[{position}]")
+        for index, item in enumerate(body.input)
+        if isinstance(item, MessageItem) and not isinstance(item.content, str)
+        for position, part in enumerate(item.content)
+        if media.is_media(part)
+    )
+    media.check_count(demands)
+    return demands
 
 
 def _part_text(part: Any) -> str | None:
@@ -535,11 +623,11 @@ def _item_message(
 ) -> BaseMessage | None:
     """The message for one input item that is not a function_call (None: nothing to say)."""
     if isinstance(item, MessageItem):
-        text = _text_of(item.content, f"{param}.content")
+        text = _text_of(item.content, f"{param}.content", allow_media=item.role == "user")
         if item.role == "assistant":
             return AIMessage(content=text)
         if item.role == "user":
-            return HumanMessage(content=text)
+            return HumanMessage(content=_user_content(item.content, text, param))
         return SystemMessage(content=text)
     if isinstance(item, FunctionCallOutputItem):
         return tool_output(

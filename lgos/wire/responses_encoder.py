@@ -50,7 +50,17 @@ class ResponseEcho:
     store: bool = False
     user: str | None = None
     conversation: str | None = None
+    # The requested answer shape, as `text.format` (see `structured.echo_format`).
+    text_format: dict[str, Any] = field(default_factory=lambda: {"type": "text"})
+    # The request's `reasoning` options, echoed; reasoning summaries are shown only when
+    # `summary` asks for them (else reasoning items carry an empty summary, as OpenAI's do).
+    reasoning: dict[str, Any] | None = None
+    truncation: str = "disabled"
     created_at: int = field(default_factory=lambda: int(time.time()))
+
+    @property
+    def reasoning_summary(self) -> bool:
+        return bool(self.reasoning and self.reasoning.get("summary"))
 
     def snapshot(
         self,
@@ -86,9 +96,9 @@ class ResponseEcho:
             "top_logprobs": 0,
             "max_output_tokens": None,
             "max_tool_calls": None,
-            "truncation": "disabled",
-            "text": {"format": {"type": "text"}},
-            "reasoning": None,
+            "truncation": self.truncation,
+            "text": {"format": self.text_format},
+            "reasoning": self.reasoning,
             "user": self.user,
             "service_tier": "default",
             "safety_identifier": None,
@@ -179,7 +189,7 @@ def tool_call_items(message: AIMessage) -> list[dict[str, Any]]:
     ]
 
 
-def final_output(event: Finished) -> list[dict[str, Any]]:
+def final_output(event: Finished, *, summary: bool = True) -> list[dict[str, Any]]:
     """Non-streaming output: the answer (if any), then function calls."""
     items = tool_call_items(event.message)
     if event.text or not items:
@@ -187,13 +197,29 @@ def final_output(event: Finished) -> list[dict[str, Any]]:
         items.insert(
             0, message_item(ids.message_id(), event.text, "final_answer", annotations=annotations)
         )
+    if event.reasoning:
+        items.insert(0, reasoning_item(ids.reasoning_id(), event.reasoning if summary else ""))
     return items
+
+
+def reasoning_item(item_id: str, summary: str) -> dict[str, Any]:
+    """A reasoning item; an empty `summary` text means none was asked for."""
+    parts = [{"type": "summary_text", "text": summary}] if summary else []
+    return {"type": "reasoning", "id": item_id, "summary": parts}
 
 
 class ResponsesStream:
     """Encodes one Response's stream events. Sequence numbers start at 0 and only grow."""
 
-    __slots__ = ("_answer_id", "_answer_index", "_answer_text", "_context", "_output", "_sequence")
+    __slots__ = (
+        "_answer_id",
+        "_answer_index",
+        "_answer_text",
+        "_context",
+        "_output",
+        "_reasoning",
+        "_sequence",
+    )
 
     def __init__(self, context: ResponseEcho, sequence: int = 0) -> None:
         self._context = context
@@ -203,6 +229,7 @@ class ResponsesStream:
         self._answer_id: str | None = None
         self._answer_index = -1
         self._answer_text: list[str] = []
+        self._reasoning = ReasoningSummary(self)
 
     def _event(self, event_type: str, payload: dict[str, Any]) -> dict[str, Any]:
         payload["type"] = event_type
@@ -230,8 +257,13 @@ class ResponsesStream:
             "response.in_progress", {"response": self._context.snapshot("in_progress")}
         )
 
+    def reasoning_delta(self, text: str) -> list[dict[str, Any]]:
+        return self._reasoning.delta(text)
+
     def text_delta(self, text: str) -> list[dict[str, Any]]:
-        events = self._open_answer() if self._answer_id is None else []
+        events = self._reasoning.close()
+        if self._answer_id is None:
+            events += self._open_answer()
         self._answer_text.append(text)
         events.append(
             self._event(
@@ -249,20 +281,23 @@ class ResponsesStream:
 
     def commentary(self, event: Commentary) -> list[dict[str, Any]]:
         item = message_item(ids.message_id(), event.text, "commentary")
-        return self._complete_item(item, text=event.text)
+        return self._reasoning.close() + self._complete_item(item, text=event.text)
 
     def finished(self, event: Finished) -> list[dict[str, Any]]:
-        events = self._close_answer(url_citations(event.citations))
+        events: list[dict[str, Any]] = []
+        if event.reasoning and not self._reasoning.shown:  # not streamed: shown whole
+            events += self._reasoning.delta(event.reasoning)
+        events += self._reasoning.close() + self._close_answer(url_citations(event.citations))
         for item in tool_call_items(event.message):
             events.extend(self._complete_item(item))
-        if not self._output:
+        if not any(item["type"] != "reasoning" for item in self._output):
             events.extend(self._open_answer())
             events.extend(self._close_answer([]))
         events.append(self._terminal("response.completed", "completed", usage=event.usage))
         return events
 
     def interrupted(self, event: Interrupted) -> list[dict[str, Any]]:
-        events = self._close_answer([])
+        events = self._reasoning.close() + self._close_answer([])
         for item in interrupt_items(event):
             events.extend(self._complete_item(item))
         events.append(self._terminal("response.completed", "completed", usage=event.usage))
@@ -289,6 +324,7 @@ class ResponsesStream:
                 },
             )
         ]
+        self._reasoning.abandon()
         if self._answer_id is not None:
             self._output[self._answer_index]["status"] = "incomplete"
             self._output[self._answer_index]["content"] = [text_part("".join(self._answer_text))]
@@ -400,3 +436,81 @@ class ResponsesStream:
     ) -> dict[str, Any]:
         snapshot = self._context.snapshot(status, self._output, usage=usage, error=error)
         return self._event(event_type, {"response": snapshot})
+
+
+class ReasoningSummary:
+    """The reasoning item of one stream: opened by the first delta, closed (done events) when
+    anything else is shown, with one summary part."""
+
+    __slots__ = ("_id", "_index", "_stream", "_text", "shown")
+
+    def __init__(self, stream: ResponsesStream) -> None:
+        self._stream = stream
+        self._id: str | None = None
+        self._index = -1
+        self._text: list[str] = []
+        self.shown = False
+
+    def delta(self, text: str) -> list[dict[str, Any]]:
+        stream = self._stream
+        summarised = stream._context.reasoning_summary
+        events: list[dict[str, Any]] = []
+        if self._id is None:
+            self._id = ids.reasoning_id()
+            self._index = len(stream._output)
+            self._text = []
+            self.shown = True
+            item = {"type": "reasoning", "id": self._id, "summary": []}
+            stream._output.append(item)
+            events.append(
+                stream._event(
+                    "response.output_item.added", {"output_index": self._index, "item": item}
+                )
+            )
+            if summarised:
+                events.append(
+                    stream._event(
+                        "response.reasoning_summary_part.added",
+                        {**self._where(), "part": {"type": "summary_text", "text": ""}},
+                    )
+                )
+        if not summarised:
+            return events
+        self._text.append(text)
+        events.append(
+            stream._event("response.reasoning_summary_text.delta", {**self._where(), "delta": text})
+        )
+        return events
+
+    def close(self) -> list[dict[str, Any]]:
+        if self._id is None:
+            return []
+        stream = self._stream
+        text = "".join(self._text)
+        item = reasoning_item(self._id, text)
+        stream._output[self._index] = item
+        events = []
+        if stream._context.reasoning_summary:
+            events += [
+                stream._event(
+                    "response.reasoning_summary_text.done", {**self._where(), "text": text}
+                ),
+                stream._event(
+                    "response.reasoning_summary_part.done",
+                    {**self._where(), "part": {"type": "summary_text", "text": text}},
+                ),
+            ]
+        events.append(
+            stream._event("response.output_item.done", {"output_index": self._index, "item": item})
+        )
+        self._id = None
+        return events
+
+    def abandon(self) -> None:
+        """A failed run: the summary so far stays in the output."""
+        if self._id is not None:
+            self._stream._output[self._index] = reasoning_item(self._id, "".join(self._text))
+            self._id = None
+
+    def _where(self) -> dict[str, Any]:
+        return {"item_id": self._id, "output_index": self._index, "summary_index": 0}

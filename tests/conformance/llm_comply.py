@@ -15,10 +15,13 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from tests.conformance.compatcanary import PACKAGE, PROFILES, Scan, scan
 from tests.support.processes import REPO, Process, clean_environment, serving
 
 LLM_COMPLY = str(Path(sys.executable).parent / "llm-comply")
 MODEL = "simple-graph"
+# The demo graph that takes everything a client sends (tools, images, schemas).
+AGENT_MODEL = "everything-agent"
 FORMATS = {"open-responses": "Responses API", "openai-chat": "Chat Completions"}
 PAGE = REPO / "docs" / "conformance.md"
 RUN_TIMEOUT = 300
@@ -35,6 +38,12 @@ NOT_APPLICABLE = {
     "not named like a reasoning model",
     "chat-reasoning-summary": "as reasoning-summary",
 }
+# What the agent graph cannot show: only the reasoning tests, which llm-comply runs only for
+# model ids named like OpenAI's reasoning models.
+AGENT_NOT_APPLICABLE = {
+    "reasoning-summary": "llm-comply skips it unless the model id names an o-series or gpt-5 model",
+    "chat-reasoning-summary": "as reasoning-summary",
+}
 # Passing tests whose warnings are expected, by test id.
 ADVISORY = {
     "compact-response": "LGOS serves no /responses/compact; the test accepts the 404 and warns",
@@ -49,15 +58,21 @@ class Outcome:
     errors: tuple[str, ...]
     warnings: tuple[str, ...]
 
+    model: str = MODEL
+
     @property
     def applicable(self) -> bool:
-        return self.test_id not in NOT_APPLICABLE
+        return self.test_id not in not_applicable(self.model)
 
 
-def run_format(base_url: str, api_format: str) -> list[Outcome]:
+def not_applicable(model: str) -> dict[str, str]:
+    return AGENT_NOT_APPLICABLE if model == AGENT_MODEL else NOT_APPLICABLE
+
+
+def run_format(base_url: str, api_format: str, model: str = MODEL) -> list[Outcome]:
     command = [LLM_COMPLY, "--format", api_format, "-u", base_url + "/v1", "-k", "unused"]
     result = subprocess.run(
-        [*command, "-m", MODEL, "--json", "--timeout", "60"],
+        [*command, "-m", model, "--json", "--timeout", "60"],
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT,
@@ -74,6 +89,7 @@ def run_format(base_url: str, api_format: str) -> list[Outcome]:
             item["status"],
             tuple(item.get("errors", ())),
             tuple(item.get("warnings", ())),
+            model,
         )
         for item in report["results"]
     ]
@@ -84,24 +100,41 @@ def serve_demo() -> Any:
     return serving(["demo.registry:create_registry", "--port", "0"], clean_environment())
 
 
-def run_all(server: Process) -> dict[str, list[Outcome]]:
-    return {api_format: run_format(server.base_url, api_format) for api_format in FORMATS}
+Results = dict[str, dict[str, list[Outcome]]]  # model → format → outcomes
+
+
+def run_all(server: Process) -> Results:
+    return {
+        model: {
+            api_format: run_format(server.base_url, api_format, model) for api_format in FORMATS
+        }
+        for model in (MODEL, AGENT_MODEL)
+    }
+
+
+def run_canary(server: Process) -> list[Scan]:
+    return [scan(server.base_url, AGENT_MODEL, profile) for profile in PROFILES]
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(results: dict[str, list[Outcome]]) -> str:
+def render(results: Results, scans: list[Scan]) -> str:
     lines = [
         "# Conformance",
         "",
-        "LGOS is checked by an independent conformance tool,",
-        f"[llm-comply](https://pypi.org/project/llm-comply/) {version('llm-comply')}, which",
-        "validates an endpoint against the Open Responses schema (2026-04-24) and OpenAI's Chat",
-        "Completions schema, plus semantic checks (status, usage, streaming lifecycle, sequence",
-        "numbers, `[DONE]`). It runs in the test suite (`tests/conformance/`) against a real",
-        f"`lgos serve` process serving the demo registry, model `{MODEL}`, in both formats.",
+        "LGOS is checked by two independent tools, run in the test suite",
+        "(`tests/conformance/`) against a real `lgos serve` process serving the demo registry:",
+        "",
+        f"- [llm-comply](https://pypi.org/project/llm-comply/) {version('llm-comply')}, which",
+        "  validates an endpoint against the Open Responses schema (2026-04-24) and OpenAI's Chat",
+        "  Completions schema, plus semantic checks (status, usage, streaming lifecycle, sequence",
+        "  numbers, `[DONE]`, tool calling, image input), in both formats, on the text graph",
+        f"  `{MODEL}` and on `{AGENT_MODEL}`, the demo graph that takes everything a client",
+        "  sends (see [What reaches your graph](what-reaches-your-graph.md));",
+        f"- [CompatCanary](https://www.npmjs.com/package/compatcanary) {PACKAGE.split('@')[1]}"
+        f" (`npx --yes {PACKAGE} scan`), on `{AGENT_MODEL}`, with both of its profiles.",
         "",
         "This page is the latest result. Regenerate it with:",
         "",
@@ -109,47 +142,81 @@ def render(results: dict[str, list[Outcome]]) -> str:
         "just conformance",
         "```",
         "",
-        "The test fails when a test that applies fails, and when this page no longer matches",
-        "a fresh run. Tests that a text graph cannot show are listed with the reason; they are",
-        "not counted as failures, and they are not claimed as passes either.",
+        "The tests fail when a check that applies fails, and when this page no longer matches",
+        "a fresh run. Tests that a graph cannot show are listed with the reason; they are not",
+        "counted as failures, and they are not claimed as passes either.",
+        "",
+        "## CompatCanary",
         "",
     ]
-    for api_format, title in FORMATS.items():
-        outcomes = results[api_format]
-        applicable = [outcome for outcome in outcomes if outcome.applicable]
-        passed = sum(outcome.status == "passed" for outcome in applicable)
+    for report in scans:
+        verdict = "PASS" if report.compatible else "FAIL"
         lines += [
-            f"## {title} (`--format {api_format}`)",
+            f"### `--profile {report.profile}` on `{AGENT_MODEL}`",
             "",
-            f"{passed} of {len(applicable)} applicable tests pass; "
-            f"{len(outcomes) - len(applicable)} do not apply to a text graph.",
+            f"Score {report.score}/100; required compatibility: {verdict}.",
             "",
-            "| test | name | result | note |",
+            "| check | required | result | summary |",
             "| --- | --- | --- | --- |",
         ]
-        for outcome in outcomes:
-            if not outcome.applicable:
-                result, note = "not applicable", NOT_APPLICABLE[outcome.test_id]
-            else:
-                result = outcome.status
-                note = "; ".join(outcome.errors) or ADVISORY.get(outcome.test_id, "")
+        for check in report.checks:
+            required = "yes" if check.required else "no"
             lines.append(
-                f"| `{outcome.test_id}` | {_cell(outcome.name)} | {result} | {_cell(note)} |"
+                f"| {_cell(check.name)} | {required} | {check.status} | {_cell(check.summary)} |"
             )
         lines.append("")
-    return "\n".join(lines)
+    for model in (MODEL, AGENT_MODEL):
+        lines += [f"## llm-comply on `{model}`", ""]
+        for api_format, title in FORMATS.items():
+            lines += _format_table(results[model][api_format], api_format, title, model)
+    return "\n".join(lines) + _mcp_section()
+
+
+def _mcp_section() -> str:
+    """The page's MCP section, kept as it is: tests/protocols/test_mcp_conformance.py runs that
+    suite and checks its table."""
+    page = PAGE.read_text() if PAGE.exists() else ""
+    start = page.find("\n## MCP\n")
+    return page[start:] if start >= 0 else ""
+
+
+def _format_table(outcomes: list[Outcome], api_format: str, title: str, model: str) -> list[str]:
+    excuses = not_applicable(model)
+    applicable = [outcome for outcome in outcomes if outcome.applicable]
+    passed = sum(outcome.status == "passed" for outcome in applicable)
+    lines = [
+        f"### {title} (`--format {api_format}`)",
+        "",
+        f"{passed} of {len(applicable)} applicable tests pass; "
+        f"{len(outcomes) - len(applicable)} do not apply to this graph.",
+        "",
+        "| test | name | result | note |",
+        "| --- | --- | --- | --- |",
+    ]
+    for outcome in outcomes:
+        if not outcome.applicable:
+            result, note = "not applicable", excuses[outcome.test_id]
+        else:
+            result = outcome.status
+            note = "; ".join(outcome.errors) or ADVISORY.get(outcome.test_id, "")
+        lines.append(f"| `{outcome.test_id}` | {_cell(outcome.name)} | {result} | {_cell(note)} |")
+    lines.append("")
+    return lines
 
 
 def main() -> int:
     with serve_demo() as server:
         results = run_all(server)
-    PAGE.write_text(render(results))
+        scans = run_canary(server)
+    PAGE.write_text(render(results, scans))
     failed = [
-        outcome.test_id
-        for outcomes in results.values()
+        f"{outcome.model}:{outcome.test_id}"
+        for by_format in results.values()
+        for outcomes in by_format.values()
         for outcome in outcomes
         if outcome.applicable and outcome.status != "passed"
     ]
+    failed += [f"compatcanary:{report.profile}" for report in scans if report.score != 100]
     print(f"wrote {PAGE.relative_to(REPO)}; failing applicable tests: {failed or 'none'}")
     return 1 if failed else 0
 

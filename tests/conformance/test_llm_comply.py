@@ -1,5 +1,7 @@
-"""An independent conformance tool, llm-comply, against a real `lgos serve`: every test that
-applies to a text graph passes, in both formats, and docs/conformance.md shows this run."""
+"""Independent conformance tools against a real `lgos serve`: every llm-comply test that
+applies passes, in both formats, on the text graph and on everything-agent; CompatCanary scores
+100 with required compatibility on everything-agent in both profiles; docs/conformance.md shows
+this run."""
 
 from __future__ import annotations
 
@@ -8,13 +10,18 @@ from collections.abc import Iterator
 import pytest
 from openai import OpenAI
 
+from tests.conformance import compatcanary
+from tests.conformance.compatcanary import Scan
 from tests.conformance.llm_comply import (
+    AGENT_MODEL,
+    AGENT_NOT_APPLICABLE,
     MODEL,
     NOT_APPLICABLE,
     PAGE,
-    Outcome,
+    Results,
     render,
     run_all,
+    run_canary,
     serve_demo,
 )
 from tests.support.processes import Process
@@ -29,26 +36,58 @@ def server() -> Iterator[Process]:
 
 
 @pytest.fixture(scope="module")
-def results(server: Process) -> dict[str, list[Outcome]]:
+def results(server: Process) -> Results:
     return run_all(server)
 
 
-def test_every_applicable_test_passes(results: dict[str, list[Outcome]]) -> None:
+@pytest.fixture(scope="module")
+def scans(server: Process) -> list[Scan]:
+    reason = compatcanary.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    return run_canary(server)
+
+
+@pytest.mark.parametrize(
+    ("model", "excused", "at_least"),
+    [(MODEL, NOT_APPLICABLE, 16), (AGENT_MODEL, AGENT_NOT_APPLICABLE, 20)],
+)
+def test_every_applicable_test_passes(
+    results: Results, model: str, excused: dict[str, str], at_least: int
+) -> None:
+    outcomes = [outcome for by_format in results[model].values() for outcome in by_format]
     failures = {
         outcome.test_id: outcome.errors
-        for outcomes in results.values()
         for outcome in outcomes
         if outcome.applicable and outcome.status != "passed"
     }
     assert failures == {}
-    ran = {outcome.test_id for outcomes in results.values() for outcome in outcomes}
     # A test listed as not applicable that llm-comply no longer has is a stale excuse.
-    assert set(NOT_APPLICABLE) <= ran
-    assert sum(outcome.applicable for outcomes in results.values() for outcome in outcomes) >= 16
+    assert set(excused) <= {outcome.test_id for outcome in outcomes}
+    assert sum(outcome.applicable for outcome in outcomes) >= at_least
 
 
-def test_the_conformance_page_shows_this_run(results: dict[str, list[Outcome]]) -> None:
-    assert PAGE.read_text() == render(results), "run `just conformance` and commit the page"
+def test_the_agent_graph_shows_tools_and_images(results: Results) -> None:
+    passed = {
+        outcome.test_id
+        for by_format in results[AGENT_MODEL].values()
+        for outcome in by_format
+        if outcome.status == "passed"
+    }
+    assert {"tool-calling", "chat-tool-calling", "image-input", "chat-image-input"} <= passed
+
+
+def test_compatcanary_scores_100_in_both_profiles(scans: list[Scan]) -> None:
+    assert [(report.profile, report.score, report.compatible) for report in scans] == [
+        ("modern", 100, True),
+        ("chat", 100, True),
+    ]
+    failed = [check.name for report in scans for check in report.checks if check.status != "pass"]
+    assert failed == []
+
+
+def test_the_conformance_page_shows_this_run(results: Results, scans: list[Scan]) -> None:
+    assert PAGE.read_text() == render(results, scans), "run `just conformance` and commit the page"
 
 
 def test_the_strict_sdk_accepts_the_same_server(server: Process) -> None:

@@ -24,6 +24,16 @@ BODY_LIMIT = 64 * 1024
 
 OK_INPUT = {"model": "echo", "input": "hi"}
 OK_CHAT = {"model": "echo", "messages": [{"role": "user", "content": "hi"}]}
+AGENT_INPUT = {"model": "everything-agent", "input": "hi"}
+AGENT_CHAT = {"model": "everything-agent", "messages": [{"role": "user", "content": "hi"}]}
+# A GIF's bytes sent as a PNG.
+GIF_B64 = "R0lGODlhAQABAAAAACw="
+
+
+def agent_parts(*parts: Any) -> dict[str, Any]:
+    return {"model": "everything-agent", "input": [{"role": "user", "content": list(parts)}]}
+
+
 META_17 = {f"k{i}": "v" for i in range(17)}
 
 # (path, body or raw bytes, status, param, code)
@@ -70,6 +80,80 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
     ),
     (
         "/v1/responses",
+        {
+            **AGENT_INPUT,
+            "text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": 5}}},
+        },
+        400,
+        "text.format.schema",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "text": {"format": {"type": "json_schema", "schema": {}}}},
+        400,
+        "text.format.name",
+        "missing_required_parameter",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "text": {"format": {"type": "json_schema", "name": "a b", "schema": {}}}},
+        400,
+        "text.format.name",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "text": {"format": {"type": "xml"}}},
+        400,
+        "text.format.type",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "text": {"format": {"type": "json_object", "schema": {}}}},
+        400,
+        "text.format.schema",
+        "unknown_parameter",
+    ),
+    (
+        "/v1/responses",
+        {**OK_INPUT, "reasoning": {"effort": "low"}},
+        400,
+        "reasoning",
+        "unsupported_parameter",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "reasoning": {"effort": "extreme"}},
+        400,
+        "reasoning.effort",
+        "invalid_value",
+    ),
+    (
+        "/v1/chat/completions",
+        {**OK_CHAT, "reasoning_effort": "low"},
+        400,
+        "reasoning_effort",
+        "unsupported_parameter",
+    ),
+    (
+        "/v1/chat/completions",
+        {**AGENT_CHAT, "reasoning_effort": "lots"},
+        400,
+        "reasoning_effort",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {**OK_INPUT, "include": ["reasoning.encrypted_content", "message.output_text.logprobs"]},
+        400,
+        "include[1]",
+        "unsupported_value",
+    ),
+    ("/v1/responses", {**OK_INPUT, "truncation": "sometimes"}, 400, "truncation", "invalid_value"),
+    (
+        "/v1/responses",
         {**OK_INPUT, "stream_options": {"include_obfuscation": False}},
         400,
         "stream_options",
@@ -99,6 +183,59 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
     ("/v1/responses", {**OK_INPUT, "tool_choice": "required"}, 400, "tool_choice", "invalid_value"),
     (
         "/v1/responses",
+        {**AGENT_INPUT, "tools": [{"type": "mcp", "server_label": "x"}]},
+        400,
+        "tools[0].type",
+        "unsupported_value",
+    ),
+    (
+        "/v1/responses",
+        {
+            **AGENT_INPUT,
+            "tools": [{"type": "function", "name": "f"}],
+            "tool_choice": {
+                "type": "allowed_tools",
+                "mode": "auto",
+                "tools": [{"type": "function", "name": "g"}],
+            },
+        },
+        400,
+        "tool_choice.tools[0]",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {
+            **AGENT_INPUT,
+            "tool_choice": {"type": "allowed_tools", "mode": "sometimes", "tools": []},
+        },
+        400,
+        "tool_choice.mode",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {**AGENT_INPUT, "tool_choice": {"type": "file_search"}},
+        400,
+        "tool_choice.type",
+        "invalid_value",
+    ),
+    (
+        "/v1/chat/completions",
+        {
+            **AGENT_CHAT,
+            "tools": [{"type": "function", "function": {"name": "f"}}],
+            "tool_choice": {
+                "type": "allowed_tools",
+                "allowed_tools": {"mode": "auto", "tools": []},
+            },
+        },
+        400,
+        "tool_choice.allowed_tools.tools",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
         {
             "model": "echo",
             "input": [
@@ -111,6 +248,124 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
         400,
         "input[0].content[0].type",
         "unsupported_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "data:image/png;base64,@@@"}),
+        400,
+        "input[0].content[0].image_url",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "data:image/png;base64," + GIF_B64}),
+        400,
+        "input[0].content[0].image_url",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "data:image/bmp;base64,Qk0="}),
+        400,
+        "input[0].content[0].image_url",
+        "unsupported_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "data:image/png,rawbytes"}),
+        400,
+        "input[0].content[0].image_url",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "file:///etc/passwd"}),
+        400,
+        "input[0].content[0].image_url",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "file_id": "file_1"}),
+        400,
+        "input[0].content[0].image_url",
+        "missing_required_parameter",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_image", "image_url": "https://x/y.png", "detail": "max"}),
+        400,
+        "input[0].content[0].detail",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts(
+            {"type": "input_file", "file_data": "data:application/x-msdownload;base64,TVo="}
+        ),
+        400,
+        "input[0].content[0].file_data",
+        "unsupported_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_file", "file_data": "JVBERi0=", "filename": "noext"}),
+        400,
+        "input[0].content[0].file_data",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts({"type": "input_file", "file_data": "JVBERi0=", "file_url": "https://x/a.pdf"}),
+        400,
+        "input[0].content[0]",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        agent_parts(*[{"type": "input_image", "image_url": "https://x/y.png"}] * 51),
+        400,
+        "input",
+        "invalid_value",
+    ),
+    (
+        "/v1/responses",
+        {
+            "model": "echo",
+            "input": [
+                {"role": "user", "content": [{"type": "input_file", "file_url": "https://x/a.pdf"}]}
+            ],
+        },
+        400,
+        "input[0].content[0].type",
+        "unsupported_value",
+    ),
+    (
+        "/v1/chat/completions",
+        {
+            "model": "everything-agent",
+            "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],
+        },
+        400,
+        "messages[0].content[0].image_url.url",
+        "missing_required_parameter",
+    ),
+    (
+        "/v1/chat/completions",
+        {
+            "model": "everything-agent",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "file", "file": {"file_data": "%%%", "filename": "a.pdf"}}
+                    ],
+                }
+            ],
+        },
+        400,
+        "messages[0].content[0].file.file_data",
+        "invalid_value",
     ),
     (
         "/v1/responses",
@@ -288,6 +543,33 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
         400,
         "tools[0].function.name",
         "invalid_value",
+    ),
+    (
+        "/v1/chat/completions",
+        {**OK_CHAT, "response_format": {"type": "json_object"}},
+        400,
+        "response_format",
+        "unsupported_parameter",
+    ),
+    (
+        "/v1/chat/completions",
+        {
+            **AGENT_CHAT,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "x", "schema": {"properties": []}},
+            },
+        },
+        400,
+        "response_format.json_schema.schema",
+        "invalid_value",
+    ),
+    (
+        "/v1/chat/completions",
+        {**AGENT_CHAT, "response_format": {"type": "json_schema"}},
+        400,
+        "response_format.json_schema",
+        "missing_required_parameter",
     ),
     ("/v1/chat/completions", {**OK_CHAT, "model": "nope"}, 404, "model", "model_not_found"),
 ]

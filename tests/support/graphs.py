@@ -15,6 +15,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
+from demo.graphs.everything import everything_agent_graph
 from demo.graphs.fake_model import ScriptedChatModel
 from lgos import (
     ClientSettings,
@@ -81,6 +82,34 @@ def tool_caller_graph() -> Pregel:
             return {"messages": [AIMessage(content="No tools to call.")]}
         call = {"id": "call_weather_1", "name": tools[0].name, "args": {"city": "Paris"}}
         return {"messages": [AIMessage(content="", tool_calls=[call])]}
+
+    return single_node(node)
+
+
+def request_report_graph() -> Pregel:
+    """Answers with what reached `get_request()` beyond the messages, as JSON."""
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        request = get_request()
+        report = {
+            "tool_choice": repr(request.tool_choice),
+            "parallel_tool_calls": request.parallel_tool_calls,
+            "tools": [tool.name for tool in request.tools],
+            "hosted_tools": [dict(tool) for tool in request.hosted_tools],
+            "response_format": repr(request.response_format),
+            "truncation": request.truncation,
+        }
+        return {"messages": [AIMessage(content=json.dumps(report))]}
+
+    return single_node(node)
+
+
+def schema_breaker_graph() -> Pregel:
+    """Declares structured output but answers `{"city": 42}` whatever the schema says."""
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        model = ScriptedChatModel(script=lambda _m: '{"city": 42}')
+        return {"messages": [await model.ainvoke(state["messages"])]}
 
     return single_node(node)
 
@@ -302,6 +331,28 @@ def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
                 client_tools=frozenset({"get_weather"}),
             ),
             "failing": GraphConfig(graph=failing_graph(), description="Fails midway"),
+            "everything-agent": GraphConfig(
+                graph=everything_agent_graph(),
+                description="Takes everything a client sends",
+                features=frozenset(
+                    {
+                        GraphFeature.STRUCTURED_OUTPUT,
+                        GraphFeature.IMAGE_INPUT,
+                        GraphFeature.FILE_INPUT,
+                        GraphFeature.REASONING,
+                    }
+                ),
+            ),
+            "request-report": GraphConfig(
+                graph=request_report_graph(),
+                description="Reports what reached get_request()",
+                hosted_tools=frozenset({"file_search", "mcp"}),
+            ),
+            "schema-breaker": GraphConfig(
+                graph=schema_breaker_graph(),
+                description="Claims structured output, answers off-schema",
+                features=frozenset({GraphFeature.STRUCTURED_OUTPUT}),
+            ),
             "blocking": GraphConfig(graph=blocking_graph(probe), description="Waits"),
             "progress": GraphConfig(graph=progress_graph(), description="Reports progress"),
             "cited": GraphConfig(graph=cited_graph(), description="Cites"),

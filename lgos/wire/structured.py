@@ -1,0 +1,177 @@
+"""Structured output requests: Responses `text.format` and Chat `response_format`.
+
+Both become one `ResponseFormat`. The schema must be JSON Schema (400 otherwise, naming the
+field); whether the graph honours it is checked later against its registration (`Demand`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from lgos.core.capabilities import Demand
+from lgos.core.errors import InvalidRequestError
+from lgos.core.registry import GraphFeature
+from lgos.core.request import Reasoning, ResponseFormat
+from lgos.core.structured_output import check_schema
+from lgos.wire.decoding import StrictBody, from_validation_error
+
+_NAME = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
+
+
+class _TextFormat(StrictBody):
+    type: Literal["text"]
+
+
+class _JsonObjectFormat(StrictBody):
+    type: Literal["json_object"]
+
+
+class _ResponsesSchemaFormat(StrictBody):
+    """Responses `text.format`: the schema's fields sit beside `type`."""
+
+    type: Literal["json_schema"]
+    name: str = _NAME
+    schema_: dict[str, Any] = Field(alias="schema")
+    strict: bool | None = None
+    description: str | None = None
+
+
+class _ChatSchema(StrictBody):
+    name: str = _NAME
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    strict: bool | None = None
+    description: str | None = None
+
+
+class _ChatSchemaFormat(StrictBody):
+    """Chat `response_format`: the schema's fields are nested under `json_schema`."""
+
+    type: Literal["json_schema"]
+    json_schema: _ChatSchema
+
+
+def _validated(model: type[BaseModel], data: Any, param: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise from_validation_error(error, frozenset(), prefix=param) from None
+
+
+def _kind(data: Any, param: str) -> str:
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind not in ("text", "json_object", "json_schema"):
+        raise InvalidRequestError(
+            f"Invalid '{param}.type': expected 'text', 'json_object' or 'json_schema'.",
+            param=f"{param}.type",
+            code="invalid_value",
+        )
+    return str(kind)
+
+
+def _schema_checked(schema: dict[str, Any] | None, param: str) -> dict[str, Any] | None:
+    problem = None if schema is None else check_schema(schema)
+    if problem is not None:
+        raise InvalidRequestError(
+            f"Invalid '{param}': {problem}.", param=param, code="invalid_value"
+        )
+    return schema
+
+
+def responses_format(data: Any, param: str = "text.format") -> ResponseFormat | None:
+    """The Responses `text.format` object; None for plain text."""
+    if data is None:
+        return None
+    kind = _kind(data, param)
+    if kind == "text":
+        _validated(_TextFormat, data, param)
+        return None
+    if kind == "json_object":
+        _validated(_JsonObjectFormat, data, param)
+        return ResponseFormat("json_object")
+    parsed: _ResponsesSchemaFormat = _validated(_ResponsesSchemaFormat, data, param)
+    return ResponseFormat(
+        "json_schema",
+        name=parsed.name,
+        schema=_schema_checked(parsed.schema_, f"{param}.schema"),
+        strict=bool(parsed.strict),
+        description=parsed.description,
+    )
+
+
+def chat_format(data: Any, param: str = "response_format") -> ResponseFormat | None:
+    """The Chat `response_format` object; None for plain text."""
+    if data is None:
+        return None
+    kind = _kind(data, param)
+    if kind == "text":
+        _validated(_TextFormat, data, param)
+        return None
+    if kind == "json_object":
+        _validated(_JsonObjectFormat, data, param)
+        return ResponseFormat("json_object")
+    parsed: _ChatSchemaFormat = _validated(_ChatSchemaFormat, data, param)
+    spec = parsed.json_schema
+    return ResponseFormat(
+        "json_schema",
+        name=spec.name,
+        schema=_schema_checked(spec.schema_, f"{param}.json_schema.schema"),
+        strict=bool(spec.strict),
+        description=spec.description,
+    )
+
+
+class _ReasoningOptions(StrictBody):
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    summary: Literal["auto", "concise", "detailed"] | None = None
+    generate_summary: Literal["auto", "concise", "detailed"] | None = None  # deprecated name
+
+
+def reasoning_options(data: Any, effort: Any = None) -> tuple[Reasoning | None, tuple[Demand, ...]]:
+    """Responses `reasoning` (`data`) or Chat `reasoning_effort` (`effort`)."""
+    if data is not None:
+        parsed: _ReasoningOptions = _validated(_ReasoningOptions, data, "reasoning")
+        options = Reasoning(parsed.effort, parsed.summary or parsed.generate_summary)
+        param = "reasoning"
+    elif effort is not None:
+        allowed = ("none", "minimal", "low", "medium", "high", "xhigh")
+        if effort not in allowed:
+            raise InvalidRequestError(
+                f"Invalid 'reasoning_effort': expected one of {', '.join(allowed)}.",
+                param="reasoning_effort",
+                code="invalid_value",
+            )
+        options, param = Reasoning(str(effort)), "reasoning_effort"
+    else:
+        return None, ()
+    return options, (Demand(GraphFeature.REASONING, param, "reasoning options"),)
+
+
+def format_demand(response_format: ResponseFormat | None, param: str) -> tuple[Demand, ...]:
+    if response_format is None:
+        return ()
+    what = "a JSON schema answer" if response_format.type == "json_schema" else "a JSON answer"
+    return (Demand(GraphFeature.STRUCTURED_OUTPUT, param, what),)
+
+
+def echo_format(response_format: ResponseFormat | None) -> dict[str, Any]:
+    """The Response's `text.format`, as the request asked."""
+    if response_format is None:
+        return {"type": "text"}
+    if response_format.type == "json_object":
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "name": response_format.name,
+        "schema": dict(response_format.schema or {}),
+        "strict": response_format.strict,
+        "description": response_format.description,
+    }
+
+
+def echo_reasoning(reasoning: Reasoning | None) -> dict[str, Any] | None:
+    """The Response's `reasoning`, as the request asked."""
+    if reasoning is None:
+        return None
+    return {"effort": reasoning.effort, "summary": reasoning.summary}
