@@ -20,6 +20,17 @@ class ClientFunctionTool:
     parameters: Mapping[str, Any] | None = None
     strict: bool | None = None
 
+    def as_openai_tool(self) -> dict[str, Any]:
+        """The Chat Completions tool shape, which LangChain's `bind_tools` accepts (a graph
+        binds the client's tools to its model with it)."""
+        function: dict[str, Any] = {"name": self.name}
+        if self.description is not None:
+            function["description"] = self.description
+        function["parameters"] = dict(self.parameters or {"type": "object", "properties": {}})
+        if self.strict is not None:
+            function["strict"] = self.strict
+        return {"type": "function", "function": function}
+
 
 @dataclass(frozen=True, slots=True)
 class NamedToolChoice:
