@@ -23,7 +23,14 @@ from tests.background.conftest import Deployment, is_message
 from tests.background.test_conformance import NO_DELAY, topic
 from tests.faults.cluster import Cluster, available, private_cluster
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.processes,
+    # Real API, worker and engine processes start inside these tests; on a loaded 2-core host
+    # that alone passed 120 s (docs/design-choices.md: such modules mark 600 s).
+    pytest.mark.timeout(600),
+]
 
 T = TypeVar("T")
 # Waits here are conditions with a deadline, not timings: generous for a busy machine.
