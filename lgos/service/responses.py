@@ -31,11 +31,13 @@ from lgos.service.runs import (
     run_to_end,
     start_stream,
 )
-from lgos.wire import ids, structured
+from lgos.wire import ids
 from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE
 from lgos.wire.responses_encoder import (
     ResponseEcho,
     ResponsesStream,
+    echo_format,
+    echo_reasoning,
     failure,
     final_output,
     interrupt_items,
@@ -212,8 +214,8 @@ def response_echo(
         store=store,
         user=body.user,
         conversation=decoded.conversation_id,
-        text_format=structured.echo_format(decoded.response_format),
-        reasoning=structured.echo_reasoning(decoded.reasoning),
+        text_format=echo_format(decoded.response_format),
+        reasoning=echo_reasoning(decoded.reasoning),
         truncation=body.truncation or "disabled",
     )
 

@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from lgos.core.background import ResponseStatus
+from lgos.core.request import Reasoning, ResponseFormat
 from lgos.core.run_events import (
     Citation,
     Commentary,
@@ -50,7 +51,7 @@ class ResponseEcho:
     store: bool = False
     user: str | None = None
     conversation: str | None = None
-    # The requested answer shape, as `text.format` (see `structured.echo_format`).
+    # The requested answer shape, as `text.format` (see `echo_format`).
     text_format: dict[str, Any] = field(default_factory=lambda: {"type": "text"})
     # The request's `reasoning` options, echoed; reasoning summaries are shown only when
     # `summary` asks for them (else reasoning items carry an empty summary, as OpenAI's do).
@@ -514,3 +515,26 @@ class ReasoningSummary:
 
     def _where(self) -> dict[str, Any]:
         return {"item_id": self._id, "output_index": self._index, "summary_index": 0}
+
+
+def echo_format(response_format: ResponseFormat | None) -> dict[str, Any]:
+    """The Response's `text.format`, as the request asked (here, not beside the decoding of
+    `text.format`, so a worker rendering a job never loads the decoders)."""
+    if response_format is None:
+        return {"type": "text"}
+    if response_format.type == "json_object":
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "name": response_format.name,
+        "schema": dict(response_format.schema or {}),
+        "strict": response_format.strict,
+        "description": response_format.description,
+    }
+
+
+def echo_reasoning(reasoning: Reasoning | None) -> dict[str, Any] | None:
+    """The Response's `reasoning`, as the request asked."""
+    if reasoning is None:
+        return None
+    return {"effort": reasoning.effort, "summary": reasoning.summary}

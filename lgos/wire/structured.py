@@ -153,25 +153,3 @@ def format_demand(response_format: ResponseFormat | None, param: str) -> tuple[D
         return ()
     what = "a JSON schema answer" if response_format.type == "json_schema" else "a JSON answer"
     return (Demand(GraphFeature.STRUCTURED_OUTPUT, param, what),)
-
-
-def echo_format(response_format: ResponseFormat | None) -> dict[str, Any]:
-    """The Response's `text.format`, as the request asked."""
-    if response_format is None:
-        return {"type": "text"}
-    if response_format.type == "json_object":
-        return {"type": "json_object"}
-    return {
-        "type": "json_schema",
-        "name": response_format.name,
-        "schema": dict(response_format.schema or {}),
-        "strict": response_format.strict,
-        "description": response_format.description,
-    }
-
-
-def echo_reasoning(reasoning: Reasoning | None) -> dict[str, Any] | None:
-    """The Response's `reasoning`, as the request asked."""
-    if reasoning is None:
-        return None
-    return {"effort": reasoning.effort, "summary": reasoning.summary}
