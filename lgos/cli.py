@@ -113,7 +113,7 @@ def _serve(ctx: click.Context, /, registry: str | None, **options: Any) -> None:
     ctx.invoke(uvicorn_main, app=APP_FACTORY, factory=True, **options)
 
 
-def _apply_limits(options: dict[str, Any], settings: Any) -> None:
+def _apply_limits(options: dict[str, object], settings: Any) -> None:
     """Header size and header timeout limits (LGOS_MAX_HEADER_BYTES, LGOS_HEADER_TIMEOUT_SECONDS)
     unless the operator chose a protocol; more file descriptors where the hard limit allows."""
     if options.get("http") in (None, "auto"):

@@ -30,6 +30,8 @@ from lgos.core.registry import CompiledGraph, GraphConfig, GraphFeature, GraphRe
 from lgos.service import responses
 from lgos.wire import ids
 from lgos.wire.responses_encoder import ResponsesStream, failure
+from lgos.wire.types.events import ResponseLifecycleEvent, as_events
+from lgos.wire.types.responses import ResponseObject, as_response
 
 logger = logging.getLogger("lgos.background")
 
@@ -111,7 +113,7 @@ async def execute_background_job(
     *,
     durable: DurableRuns | None = None,
     events: ResponseEventLog | None = None,
-) -> dict[str, Any]:
+) -> ResponseObject:
     """Run a job and return its Response JSON.
 
     A job created with `stream: true` runs with streaming when `events` is given: every stream
@@ -139,7 +141,7 @@ async def execute_background_job(
             return echo.snapshot("failed", error=failure(LEGACY_JOB_MESSAGE))
         log_fields.add(response_id=prepared.echo.id)
 
-        async def attempt() -> dict[str, Any]:
+        async def attempt() -> ResponseObject:
             if job.stream and events is not None:
                 return await _execute_streaming(job, engine_run_id, registry, prepared, events)
             return await responses.create(
@@ -165,18 +167,17 @@ async def _execute_streaming(
     registry: GraphRegistry,
     prepared: responses.PreparedResponse,
     events: ResponseEventLog,
-) -> dict[str, Any]:
+) -> ResponseObject:
     # Events a dead worker already wrote stay: this run continues their sequence numbers.
-    written = await events.read(engine_run_id, FIRST_WORKER_SEQUENCE - 1)
+    written = as_events(await events.read(engine_run_id, FIRST_WORKER_SEQUENCE - 1))
     if written and written[-1]["type"] in TERMINAL_EVENTS:
         # The previous worker finished the stream but died before the engine stored the result.
-        final: dict[str, Any] = written[-1]["response"]
-        return final
+        return as_response(written[-1]["response"])
     sequence = written[-1]["sequence_number"] + 1 if written else FIRST_WORKER_SEQUENCE
     stream = ResponsesStream(prepared.echo, sequence=sequence)
     if not written:
         await events.append(engine_run_id, [stream.in_progress()])
-    result: dict[str, Any] | None = None
+    result: ResponseObject | None = None
     async for batch in responses.stream_run(
         registry,
         prepared,
@@ -195,9 +196,9 @@ async def _execute_streaming(
 
 
 async def with_retries(
-    attempt: Callable[[], Awaitable[dict[str, Any]]],
+    attempt: Callable[[], Awaitable[ResponseObject]],
     delays: tuple[float, ...] = RETRY_DELAYS_SECONDS,
-) -> dict[str, Any]:
+) -> ResponseObject:
     """`attempt()`, again after each delay while it fails for want of the database or finds
     its run busy; the last failure propagates."""
     for delay in (*delays, None):
@@ -225,12 +226,12 @@ class JobExecutor:
     durable: DurableRuns | None = None
     events: ResponseEventLog | None = None
 
-    async def __call__(self, job: BackgroundJob, engine_run_id: str) -> dict[str, Any]:
+    async def __call__(self, job: BackgroundJob, engine_run_id: str) -> ResponseObject:
         return await execute_background_job(
             job, engine_run_id, self.registry, durable=self.durable, events=self.events
         )
 
-    async def run_logging_result(self, job: BackgroundJob, engine_run_id: str) -> dict[str, Any]:
+    async def run_logging_result(self, job: BackgroundJob, engine_run_id: str) -> ResponseObject:
         """Run a job and leave its final Response in the event log as a terminal event, for
         an engine whose own view of a run's end lags behind (Hatchet's REST view, by a second
         or more): a poll then reads the end from the log, on any API instance, as it already
@@ -243,10 +244,9 @@ class JobExecutor:
             return await self(job, engine_run_id)
         logged = await self.events.last(engine_run_id)
         if logged is not None and logged.get("type") in TERMINAL_EVENTS:
-            earlier: dict[str, Any] = logged["response"]
-            return earlier
+            return as_response(logged["response"])
         response = await self(job, engine_run_id)
-        ending = {
+        ending: ResponseLifecycleEvent = {
             "type": TERMINAL_EVENT_FOR_STATUS.get(response["status"], "response.failed"),
             "sequence_number": FIRST_WORKER_SEQUENCE,
             "response": response,

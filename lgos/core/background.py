@@ -15,32 +15,39 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, cast, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from lgos.core.job import JobEcho, PreparedJob
 
-# The statuses of a Response, which are also those of a background run.
+# The statuses of a Response, which are also those of a background run: the one source of
+# these names (the wire's types and every status set below are built on it).
 ResponseStatus = Literal["queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
-# A Response an engine stores as a run's result ends in one of these.
-FINAL_RESPONSE_STATUSES: frozenset[str] = frozenset({"completed", "failed", "incomplete"})
-# A run in one of these has ended: it will never change again.
-TERMINAL_STATUSES: frozenset[str] = FINAL_RESPONSE_STATUSES | {"cancelled"}
+# The stream events that end a Response (`response.cancelled` is not one OpenAI sends).
+TerminalEventType = Literal["response.completed", "response.failed", "response.incomplete"]
 # The stream event that ends a Response of each final status.
-TERMINAL_EVENT_FOR_STATUS: Mapping[str, str] = {
-    status: f"response.{status}" for status in FINAL_RESPONSE_STATUSES
+TERMINAL_EVENT_FOR_STATUS: Mapping[ResponseStatus, TerminalEventType] = {
+    "completed": "response.completed",
+    "failed": "response.failed",
+    "incomplete": "response.incomplete",
 }
-TERMINAL_EVENTS: frozenset[str] = frozenset(TERMINAL_EVENT_FOR_STATUS.values())
+TERMINAL_EVENTS: frozenset[TerminalEventType] = frozenset(TERMINAL_EVENT_FOR_STATUS.values())
+# A Response an engine stores as a run's result ends in one of these.
+FINAL_RESPONSE_STATUSES: frozenset[ResponseStatus] = frozenset(TERMINAL_EVENT_FOR_STATUS)
+# A run in one of these has ended: it will never change again (and its Response reports usage).
+TERMINAL_STATUSES: frozenset[ResponseStatus] = FINAL_RESPONSE_STATUSES | {"cancelled"}
+# A run in one of these has not ended yet.
+PENDING_STATUSES: frozenset[ResponseStatus] = frozenset({"queued", "in_progress"})
 
 
 def engine_statuses(**ours: Iterable[str]) -> dict[str, ResponseStatus]:
     """An engine's own status names → ours: `engine_statuses(queued=["ENQUEUED"], ...)`."""
     statuses: dict[str, ResponseStatus] = {}
     for status, names in ours.items():
-        if status not in TERMINAL_STATUSES | {"queued", "in_progress"}:
+        if status not in TERMINAL_STATUSES | PENDING_STATUSES:
             raise ValueError(f"{status!r} is not a Response status")
-        statuses.update(dict.fromkeys(names, cast(ResponseStatus, status)))
+        statuses.update(dict.fromkeys(names, status))
     return statuses
 
 
@@ -126,9 +133,9 @@ class BackgroundJob(BaseModel):
         return self.prepared.echo.model
 
 
-def _echo_of_body(body: Mapping[str, Any]) -> dict[str, Any]:
+def _echo_of_body(body: Mapping[str, Any]) -> dict[str, object]:
     """The echo of a job so old that it kept none: the plain fields of its request body."""
-    echo: dict[str, Any] = {"model": str(body.get("model", "")), "background": True}
+    echo: dict[str, object] = {"model": str(body.get("model", "")), "background": True}
     echo["store"] = True
     for name in ("instructions", "previous_response_id", "user"):
         if isinstance(body.get(name), str):
@@ -145,6 +152,8 @@ class BackgroundRun(BaseModel):
     id: str = Field(pattern=r"^[0-9a-f]{32}$")
     job: BackgroundJob
     status: ResponseStatus
+    # The engine's output: the Response JSON a worker returned, read back and not validated
+    # again (the service layer reads it as the wire's `ResponseObject`).
     response: dict[str, Any] | None = None
 
     @property
@@ -220,11 +229,14 @@ class ResponseEventLog(Protocol):
     run id (the part of the Response id the engine knows).
     """
 
-    async def append(self, run_id: str, events: Sequence[dict[str, Any]]) -> None:
+    # Events are JSON objects to the log: the wire's `StreamEvent`s going in, read back as
+    # they were stored (the service layer reads them as those types again).
+
+    async def append(self, run_id: str, events: Sequence[Mapping[str, Any]]) -> None:
         """Store events (each with its `sequence_number`); a number already stored is kept."""
         ...
 
-    async def read(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+    async def read(self, run_id: str, after: int = -1) -> list[Mapping[str, Any]]:
         """The events with `sequence_number > after`, in order."""
         ...
 
@@ -232,7 +244,7 @@ class ResponseEventLog(Protocol):
         """Return when an event after `after` may be there, or after `patience` seconds."""
         ...
 
-    async def last(self, run_id: str) -> dict[str, Any] | None:
+    async def last(self, run_id: str) -> Mapping[str, Any] | None:
         """The event with the highest sequence number, or None when there is none."""
         ...
 
@@ -254,7 +266,7 @@ def results_in_log(backend: BackgroundBackend | None) -> bool:
 
 async def logged_end(
     run: BackgroundRun, backend: BackgroundBackend | None
-) -> dict[str, Any] | None:
+) -> Mapping[str, Any] | None:
     """The final Response in the log of a run its engine still reports unfinished, if any.
 
     A worker logs a run's end before its engine records it: a streamed run's terminal event,
@@ -267,7 +279,7 @@ async def logged_end(
     last = await log.last(run.id)
     if last is None or last.get("type") not in TERMINAL_EVENTS:
         return None
-    response: dict[str, Any] = last["response"]
+    response: Mapping[str, Any] = last["response"]
     return response
 
 
@@ -275,5 +287,5 @@ def digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def request_digest(request: dict[str, Any]) -> str:
+def request_digest(request: Mapping[str, Any]) -> str:
     return digest(json.dumps(request, sort_keys=True, separators=(",", ":")))

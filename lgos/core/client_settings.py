@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lgos.core import safe_json
 from lgos.core.errors import ConfigurationError, InvalidRequestError
+from lgos.core.json_schema import JsonSchema
 
 SETTINGS_PARAM = "metadata.lgos_settings"
 
@@ -23,7 +24,7 @@ class ClientSettings(BaseModel):
 
     model_config = ConfigDict(strict=True, frozen=True, extra="forbid", validate_default=True)
 
-    _schema_cache: ClassVar[dict[str, Any] | None] = None
+    _schema_cache: ClassVar[JsonSchema | None] = None
 
     @classmethod
     def check_definition(cls) -> None:
@@ -40,11 +41,11 @@ class ClientSettings(BaseModel):
             )
 
     @classmethod
-    def default_values(cls) -> dict[str, Any]:
+    def default_values(cls) -> dict[str, Any]:  # JSON values of the types the graph declares
         return cls().model_dump(mode="json")
 
     @classmethod
-    def json_schema(cls) -> dict[str, Any]:
+    def json_schema(cls) -> JsonSchema:
         schema = cls.model_json_schema()
         return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -14,10 +14,11 @@ class InMemoryResponseEventLog:
     """The log of `InMemoryBackgroundBackend`: lives and dies with the process."""
 
     def __init__(self) -> None:
-        self._events: dict[str, dict[int, dict[str, Any]]] = {}
+        # Each run's events by sequence number, kept as they were appended.
+        self._events: dict[str, dict[int, Mapping[str, Any]]] = {}
         self._changed: dict[str, asyncio.Event] = {}
 
-    async def append(self, run_id: str, events: Sequence[dict[str, Any]]) -> None:
+    async def append(self, run_id: str, events: Sequence[Mapping[str, Any]]) -> None:
         stored = self._events.setdefault(run_id, {})
         for event in events:
             stored.setdefault(int(event["sequence_number"]), event)
@@ -25,11 +26,11 @@ class InMemoryResponseEventLog:
         if changed is not None:
             changed.set()
 
-    async def read(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+    async def read(self, run_id: str, after: int = -1) -> list[Mapping[str, Any]]:
         stored = self._events.get(run_id, {})
         return [stored[number] for number in sorted(stored) if number > after]
 
-    async def last(self, run_id: str) -> dict[str, Any] | None:
+    async def last(self, run_id: str) -> Mapping[str, Any] | None:
         stored = self._events.get(run_id)
         return stored[max(stored)] if stored else None
 

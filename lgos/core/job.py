@@ -35,7 +35,7 @@ class JobEcho(_Frozen):
     model: str
     instructions: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
-    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)  # client JSON, echoed as sent
     tool_choice: Any = "auto"
     parallel_tool_calls: bool = True
     previous_response_id: str | None = None
@@ -57,7 +57,7 @@ class JobRequest(_Frozen):
     tools: list[ClientFunctionTool] = Field(default_factory=list)
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool = True
-    settings: dict[str, Any] | None = None
+    settings: dict[str, Any] | None = None  # JSON values of the graph's settings model
 
     @classmethod
     def of(cls, request: GraphRequest) -> JobRequest:

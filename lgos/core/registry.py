@@ -44,7 +44,7 @@ CompiledGraph: TypeAlias = Pregel[Any, Any, Any, Any]
 GraphFactory = Callable[[], CompiledGraph | Awaitable[CompiledGraph]]
 
 
-def default_input(request: GraphRequest) -> dict[str, Any]:
+def default_input(request: GraphRequest) -> dict[str, Any]:  # the graph's input state
     return {"messages": list(request.messages)}
 
 

@@ -20,10 +20,10 @@ class ClientFunctionTool:
     parameters: Mapping[str, Any] | None = None
     strict: bool | None = None
 
-    def as_openai_tool(self) -> dict[str, Any]:
+    def as_openai_tool(self) -> dict[str, Any]:  # what LangChain's `bind_tools` takes
         """The Chat Completions tool shape, which LangChain's `bind_tools` accepts (a graph
         binds the client's tools to its model with it)."""
-        function: dict[str, Any] = {"name": self.name}
+        function: dict[str, Any] = {"name": self.name}  # the tool's `function` object
         if self.description is not None:
             function["description"] = self.description
         function["parameters"] = dict(self.parameters or {"type": "object", "properties": {}})

@@ -11,6 +11,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
+from lgos.core.json_schema import JsonSchema
+
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
@@ -110,7 +112,7 @@ class PendingInterrupt:
 
     id: str
     value: Any
-    response_schema: dict[str, Any] | None
+    response_schema: JsonSchema | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ Every read names the owner scope: another scope's id is the same as an unknown o
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -34,10 +34,12 @@ class StoredResponse(BaseModel):
     owner_scope: str
     model: str
     created_at: int = Field(default_factory=now)
+    # JSON columns, read back as stored (the service layer reads them as the wire's types):
+    # this Response's input items,
     input_items: list[dict[str, Any]] = Field(default_factory=list)
-    # The conversation before `input_items`: earlier turns' input and output, in order.
+    # the conversation before them (earlier turns' input and output items, in order),
     history: list[dict[str, Any]] = Field(default_factory=list)
-    # The final Response JSON; None for a background Response (the engine holds it).
+    # and the final Response; None for a background Response (the engine holds it).
     response: dict[str, Any] | None = None
     background: bool = False
     # Created with stream=true: it has events in the store's event log (under `events_key`).
@@ -101,21 +103,21 @@ class ResponseStore(Protocol):
 
     async def delete_conversation(self, conversation_id: str, owner_scope: str) -> bool: ...
 
-    async def add_items(self, conversation_id: str, items: Sequence[dict[str, Any]]) -> None:
+    async def add_items(self, conversation_id: str, items: Sequence[Mapping[str, Any]]) -> None:
         """Append items (each with its `id`) to the end of the conversation."""
         ...
 
     async def list_items(
         self, conversation_id: str, *, after: str | None, limit: int, order: Order
-    ) -> tuple[list[dict[str, Any]], bool]:
+    ) -> tuple[list[Mapping[str, Any]], bool]:
         """A page of items and whether more follow. `after` is an item id."""
         ...
 
-    async def all_items(self, conversation_id: str) -> list[dict[str, Any]]:
+    async def all_items(self, conversation_id: str) -> list[Mapping[str, Any]]:
         """Every item, oldest first."""
         ...
 
-    async def get_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None: ...
+    async def get_item(self, conversation_id: str, item_id: str) -> Mapping[str, Any] | None: ...
 
     async def delete_item(self, conversation_id: str, item_id: str) -> bool: ...
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from lgos.core.event_log import InMemoryResponseEventLog
 from lgos.core.stored import Order, StoredConversation, StoredResponse
 
+# Any JSON object with an `id`: a stored item, as the store keeps it or the wire types it.
+_Item = TypeVar("_Item", bound=Mapping[str, Any])
+
 
 def page(
-    items: Sequence[dict[str, Any]], *, after: str | None, limit: int, order: Order
-) -> tuple[list[dict[str, Any]], bool]:
+    items: Sequence[_Item], *, after: str | None, limit: int, order: Order
+) -> tuple[list[_Item], bool]:
     """OpenAI's cursor pagination over an ordered list: the items after the one with id
     `after`, in `order`. An unknown `after` gives an empty page."""
     ordered = list(items) if order == "asc" else list(reversed(items))
@@ -37,7 +40,7 @@ class InMemoryResponseStore:
         self._responses: dict[str, StoredResponse] = {}
         self._deleted: dict[str, float] = {}
         self._conversations: dict[str, StoredConversation] = {}
-        self._items: dict[str, list[dict[str, Any]]] = {}
+        self._items: dict[str, list[Mapping[str, Any]]] = {}
         self._threads: dict[str, float] = {}
         self._events = InMemoryResponseEventLog()
 
@@ -91,18 +94,18 @@ class InMemoryResponseStore:
         self._items.pop(conversation_id, None)
         return True
 
-    async def add_items(self, conversation_id: str, items: Sequence[dict[str, Any]]) -> None:
+    async def add_items(self, conversation_id: str, items: Sequence[Mapping[str, Any]]) -> None:
         self._items.setdefault(conversation_id, []).extend(items)
 
     async def list_items(
         self, conversation_id: str, *, after: str | None, limit: int, order: Order
-    ) -> tuple[list[dict[str, Any]], bool]:
+    ) -> tuple[list[Mapping[str, Any]], bool]:
         return page(self._items.get(conversation_id, []), after=after, limit=limit, order=order)
 
-    async def all_items(self, conversation_id: str) -> list[dict[str, Any]]:
+    async def all_items(self, conversation_id: str) -> list[Mapping[str, Any]]:
         return list(self._items.get(conversation_id, []))
 
-    async def get_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+    async def get_item(self, conversation_id: str, item_id: str) -> Mapping[str, Any] | None:
         for item in self._items.get(conversation_id, []):
             if item.get("id") == item_id:
                 return item

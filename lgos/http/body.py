@@ -35,6 +35,7 @@ class ClientGoneError(LgosError):
         super().__init__("The client closed the connection.", code="client_disconnected")
 
 
+# Untrusted client JSON: the decoders validate it (Pydantic) before anything reads it.
 async def json_body(request: Request, limits: RequestLimits) -> dict[str, Any]:
     content_type = request.headers.get("content-type", "")
     if content_type.split(";", 1)[0].strip().lower() != "application/json":

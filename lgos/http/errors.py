@@ -116,7 +116,7 @@ async def _http_exception(request: Request, error: Exception) -> Response:
 async def _validation_error(request: Request, error: Exception) -> Response:
     """FastAPI's 422 for a host route's parameters, as OpenAI's 400 naming the field."""
     assert isinstance(error, RequestValidationError)
-    first: dict[str, Any] = next(iter(error.errors()), {})
+    first: dict[str, Any] = next(iter(error.errors()), {})  # FastAPI's untyped error detail
     param = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
     detail = first.get("msg", "invalid value")
     message = f"Invalid '{param}': {detail}" if param else f"Invalid request: {detail}"

@@ -10,14 +10,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from lgos.core import log_fields
-from lgos.core.background import BackgroundBackend
+from lgos.core.background import TERMINAL_EVENTS, BackgroundBackend
 from lgos.core.errors import LgosError
 from lgos.core.registry import GraphRegistry
 from lgos.core.stored import ResponseStore
@@ -36,6 +35,7 @@ from lgos.service.retrieval import ResponseRetrieval
 from lgos.service.stateful import StatefulResponses
 from lgos.wire import chat_decoder, responses_decoder
 from lgos.wire import models as models_wire
+from lgos.wire.types.events import StreamEvent
 
 logger = logging.getLogger("lgos.http")
 
@@ -186,15 +186,18 @@ class OpenAIRoutes:
         await self.stateful.remember(prepared, scope, response, checkpoint_id=checkpoint_id)
         return JSON(response)
 
-    def _stream_end(self, prepared: responses.PreparedResponse, scope: str) -> Any:
+    def _stream_end(
+        self, prepared: responses.PreparedResponse, scope: str
+    ) -> responses.StreamEnd | None:
         turn = prepared.turn
         if not (turn.store or turn.conversation_id or prepared.plan.keep_thread):
             return None
 
-        async def remember(events: list[dict[str, Any]], checkpoint_id: str | None) -> None:
-            response = events[-1]["response"]
+        async def remember(events: list[StreamEvent], checkpoint_id: str | None) -> None:
+            ended = events[-1]
+            assert ended["type"] in TERMINAL_EVENTS  # a stream ends with its terminal event
             await self.stateful.remember(
-                prepared, scope, response, checkpoint_id=checkpoint_id, events=events
+                prepared, scope, ended["response"], checkpoint_id=checkpoint_id, events=events
             )
 
         return remember

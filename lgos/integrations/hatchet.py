@@ -80,7 +80,7 @@ class HatchetJobInput(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    job: dict[str, Any]
+    job: dict[str, Any]  # the BackgroundJob as JSON: `BackgroundJob.model_validate` reads it
     idempotency_key: str
 
 
@@ -91,7 +91,7 @@ def create_hatchet_task(
     schedule_timeout: timedelta = DEFAULT_SCHEDULE_TIMEOUT,
     execution_timeout: timedelta = DEFAULT_EXECUTION_TIMEOUT,
     idempotency_ttl: timedelta = DEFAULT_IDEMPOTENCY_TTL,
-) -> Standalone[HatchetJobInput, dict[str, Any]]:
+) -> Standalone[HatchetJobInput, dict[str, Any]]:  # its output: the Response JSON
     """The task both sides declare: the API triggers it, the worker runs it.
 
     No retries: a graph that raises gives a `failed` Response; a client creates a new one.
@@ -107,13 +107,14 @@ def create_hatchet_task(
             key_expression="input.idempotency_key", ttl=idempotency_ttl
         ),
     )
+    # The Response JSON: Hatchet checks the task's output against this hint.
     async def run_background_response(task_input: HatchetJobInput, ctx: Context) -> dict[str, Any]:
         executor = ctx.lifespan
         if not isinstance(executor, JobExecutor):
             raise RuntimeError("the Hatchet worker's lifespan must yield a JobExecutor")
         job = BackgroundJob.model_validate(task_input.job)
         # The API reads a run's end from the log: the REST view shows it a second or more late.
-        return await executor.run_logging_result(job, uuid.UUID(ctx.workflow_run_id).hex)
+        return dict(await executor.run_logging_result(job, uuid.UUID(ctx.workflow_run_id).hex))
 
     return run_background_response
 
@@ -224,7 +225,7 @@ def _job_input(raw: Any) -> HatchetJobInput | None:
     return None
 
 
-def _response(output: Any) -> dict[str, Any] | None:
+def _response(output: Any) -> dict[str, Any] | None:  # JSON read back from Hatchet
     # The run's output is the task's return value, possibly keyed by the task's name.
     if isinstance(output, Mapping):
         if output.get("object") == "response":

@@ -54,7 +54,7 @@ def langfuse_tracing(
     # ALWAYS_ON, set explicitly: a bare TracerProvider would read OTEL_TRACES_SAMPLER and a
     # parent-based sampler would drop Langfuse's spans whenever the app's trace is not sampled.
     provider = TracerProvider(sampler=ALWAYS_ON)
-    options: dict[str, Any] = {"tracer_provider": provider}
+    options: dict[str, Any] = {"tracer_provider": provider}  # Langfuse()'s keyword arguments
     if secret_key:
         options["secret_key"] = secret_key
     if base_url:

@@ -40,7 +40,7 @@ class RequestContextFilter(logging.Filter):
         return True
 
 
-def _extras(record: logging.LogRecord) -> dict[str, Any]:
+def _extras(record: logging.LogRecord) -> dict[str, object]:
     return {
         key: value
         for key, value in vars(record).items()
@@ -50,7 +50,7 @@ def _extras(record: logging.LogRecord) -> dict[str, Any]:
 
 class JSONFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        payload: dict[str, Any] = {
+        payload: dict[str, object] = {
             "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(),
             "level": record.levelname.lower(),
             "logger": record.name,
@@ -83,7 +83,7 @@ def registry_package(registry: str | None) -> str | None:
 
 def logging_config(
     extra_loggers: tuple[str, ...] = (), *, json_output: bool | None = None
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # dictConfig's own nested schema
     """A `logging.config.dictConfig` configuration (what `lgos serve` gives Uvicorn)."""
     if json_output is None:
         json_output = not sys.stdout.isatty()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from typing import Any
 
 from opentelemetry import propagate
 
@@ -36,6 +35,8 @@ from lgos.service.stateful import StatefulResponses
 from lgos.wire import ids
 from lgos.wire.responses_decoder import DecodedResponsesRequest
 from lgos.wire.responses_encoder import ResponseEcho, ResponsesStream, failure
+from lgos.wire.types.events import ResponseLifecycleEvent, StreamEvent, as_events
+from lgos.wire.types.responses import ResponseObject, as_response
 
 # While a tail waits for events, how often it asks the engine whether the run has ended.
 STATUS_CHECK_SECONDS = 1.0
@@ -46,10 +47,10 @@ def response_id(run: BackgroundRun) -> str:
     return str(ids.RunResponseId(run.job.run_id, run.id))
 
 
-def snapshot(run: BackgroundRun) -> dict[str, Any]:
+def snapshot(run: BackgroundRun) -> ResponseObject:
     """The Response for a run: the stored one once it finished, else one built from the job."""
     if run.response is not None and run.status in FINAL_RESPONSE_STATUSES:
-        return run.response
+        return as_response(run.response)
     status: ResponseStatus = run.status
     if status == "completed":  # finished but the result is missing: report it honestly
         status = "failed"
@@ -105,7 +106,7 @@ class BackgroundResponses:
 
     async def create(
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
-    ) -> dict[str, Any]:
+    ) -> ResponseObject:
         """Submit a run created without `stream`: its queued Response."""
         run, _, new = await self._submit(
             decoded, owner_scope=owner_scope, idempotency_key=idempotency_key
@@ -115,7 +116,7 @@ class BackgroundResponses:
 
     async def create_stream(
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
-    ) -> AsyncGenerator[dict[str, Any]]:
+    ) -> AsyncGenerator[StreamEvent]:
         """Submit a run created with `stream`: its stream's events, replayed and tailed."""
         run, prepared, _ = await self._submit(
             decoded, owner_scope=owner_scope, idempotency_key=idempotency_key
@@ -174,7 +175,7 @@ class BackgroundResponses:
 
     async def retrieve(
         self, response_id: str, *, owner_scope: str, indexed: bool = False
-    ) -> dict[str, Any]:
+    ) -> ResponseObject:
         """A poll. `indexed`: the caller found this id in the store under this owner, so it
         was not deleted (a delete removes the record and marks the id in one transaction)."""
         parsed = ids.parse_run_response_id(response_id)
@@ -189,7 +190,7 @@ class BackgroundResponses:
         owner_scope: str,
         starting_after: int | None,
         indexed: bool = False,
-    ) -> AsyncGenerator[dict[str, Any]]:
+    ) -> AsyncGenerator[StreamEvent]:
         """A streamed run's events after `starting_after`, replayed then tailed to its end."""
         run = await self._owned_run(response_id, owner_scope, indexed=indexed)
         if not run.job.stream or self.events is None:
@@ -203,7 +204,7 @@ class BackgroundResponses:
 
     async def cancel(
         self, response_id: str, *, owner_scope: str, indexed: bool = False
-    ) -> dict[str, Any]:
+    ) -> ResponseObject:
         run = await self._owned_run(response_id, owner_scope, indexed=indexed)
         if not run.terminal:
             assert self.backend is not None
@@ -211,16 +212,17 @@ class BackgroundResponses:
             run = await self.backend.get(run.id) or run
         return snapshot(run)
 
-    async def _polled(self, run: BackgroundRun) -> dict[str, Any]:
+    async def _polled(self, run: BackgroundRun) -> ResponseObject:
         """A poll shows what the stream ended with as soon as the stream ended: a worker
         writes a streamed run's terminal event before its engine records the end (Hatchet's
         REST view of a run lags the engine by a second or more). On an engine whose workers
         log every run's end, the same holds for a run without a stream."""
-        return await logged_end(run, self.backend) or snapshot(run)
+        ended = await logged_end(run, self.backend)
+        return as_response(ended) if ended is not None else snapshot(run)
 
     async def _poll_with_log(
         self, response_id: str, run_id: str, owner_scope: str
-    ) -> dict[str, Any]:
+    ) -> ResponseObject:
         """A poll on an engine whose workers log every run's end (Hatchet): whichever answers
         first, the engine or the log. The engine's view of a run lags (Hatchet's REST view
         shows a new run a second or more late, and the SDK's read of a run it does not show
@@ -235,8 +237,7 @@ class BackgroundResponses:
             while not engine.done():
                 last = await log.last(run_id)
                 if last is not None and last.get("type") in TERMINAL_EVENTS:
-                    ended: dict[str, Any] = last["response"]
-                    return ended
+                    return as_response(last["response"])
                 if last is not None:
                     after = int(last["sequence_number"])
                 woken = asyncio.ensure_future(log.wait(run_id, after, STATUS_CHECK_SECONDS))
@@ -274,7 +275,7 @@ class BackgroundResponses:
 
     async def _tail(
         self, run: BackgroundRun, log: ResponseEventLog, after: int
-    ) -> AsyncGenerator[dict[str, Any]]:
+    ) -> AsyncGenerator[StreamEvent]:
         """Replay the events after `after`, then follow new ones to the terminal event.
 
         The engine is asked whether the run ended at most every `STATUS_CHECK_SECONDS` (and
@@ -285,7 +286,7 @@ class BackgroundResponses:
         last = after
         next_check = loop.time()
         while True:
-            events = await log.read(run.id, last)
+            events = as_events(await log.read(run.id, last))
             for event in events:
                 yield event
                 last = int(event["sequence_number"])
@@ -307,7 +308,7 @@ class BackgroundResponses:
             await log.wait(run.id, last, max(0.0, next_check - loop.time()))
 
 
-def _closing_event(run: BackgroundRun, sequence: int) -> dict[str, Any]:
+def _closing_event(run: BackgroundRun, sequence: int) -> ResponseLifecycleEvent:
     """A terminal event built from the engine's view of a run whose log has none."""
     closing = snapshot(run if run.terminal else run.model_copy(update={"status": "failed"}))
     event_type = TERMINAL_EVENT_FOR_STATUS.get(closing["status"], "response.failed")

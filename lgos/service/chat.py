@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
-from typing import Any
 
 from lgos.core.errors import LgosError
 from lgos.core.registry import GraphRegistry
@@ -13,6 +12,7 @@ from lgos.core.run_events import Finished, Interrupted, RunEvent, TextDelta
 from lgos.service.runs import graph_request, plan_run, run_events, run_to_end, start_stream
 from lgos.wire.chat_decoder import DecodedChatRequest
 from lgos.wire.chat_encoder import ChatEncoder
+from lgos.wire.types.chat import ChatCompletion, ChatStreamItem
 
 logger = logging.getLogger("lgos.chat")
 
@@ -28,14 +28,14 @@ def _events(
 
 async def create(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str
-) -> dict[str, Any]:
+) -> ChatCompletion:
     event = await run_to_end(_events(registry, decoded, scope=scope, streaming=False))
     return ChatEncoder(decoded.body.model).completion(event)
 
 
 async def open_stream(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str, patience: float
-) -> AsyncGenerator[dict[str, Any]]:
+) -> AsyncGenerator[ChatStreamItem]:
     events = await start_stream(_events(registry, decoded, scope=scope, streaming=True), patience)
     encoder = ChatEncoder(decoded.body.model, include_usage=decoded.include_usage)
     return _chunks(decoded, encoder, events)
@@ -43,7 +43,7 @@ async def open_stream(
 
 async def _chunks(
     decoded: DecodedChatRequest, encoder: ChatEncoder, events: AsyncIterable[RunEvent]
-) -> AsyncGenerator[dict[str, Any]]:
+) -> AsyncGenerator[ChatStreamItem]:
     yield encoder.start()
     try:
         async for event in events:

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lgos.core.errors import InvalidRequestError, LgosError, is_transient_database_error
 from lgos.core.job import JobEcho, JobPlan, JobRequest, PreparedJob
@@ -42,6 +42,9 @@ from lgos.wire.responses_encoder import (
     final_output,
     interrupt_items,
 )
+from lgos.wire.types.events import StreamEvent
+from lgos.wire.types.items import StoredItem
+from lgos.wire.types.responses import OutputItem, ResponseObject
 
 if TYPE_CHECKING:  # a worker runs a job without the decoder (tests/background/test_job.py)
     from lgos.wire.responses_decoder import DecodedResponsesRequest
@@ -55,7 +58,7 @@ class Turn:
 
     store: bool = False
     # Earlier turns' input and output items, before this request's input.
-    history: tuple[dict[str, Any], ...] = ()
+    history: tuple[StoredItem, ...] = ()
     conversation_id: str | None = None
     # A thread-keeping graph: the run id naming the conversation's thread (None: a new one)
     # and the checkpoint its previous turn ended on.
@@ -246,7 +249,7 @@ async def create(
     *,
     scope: str,
     continue_existing: bool = False,
-) -> dict[str, Any]:
+) -> ResponseObject:
     """Run to the end and return the Response object (the non-streaming path)."""
     response, _ = await run(registry, prepared, scope=scope, continue_existing=continue_existing)
     return response
@@ -258,7 +261,7 @@ async def run(
     *,
     scope: str,
     continue_existing: bool = False,
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[ResponseObject, str | None]:
     """The Response object, and the checkpoint a thread-keeping graph's run ended on."""
     events = _events(
         registry, prepared, scope=scope, streaming=False, continue_existing=continue_existing
@@ -268,16 +271,16 @@ async def run(
     except AnswerFormatError as error:
         # The graph's fault, said in the Response (as OpenAI reports a failed run), not a 5xx.
         return prepared.echo.snapshot("failed", error=failure(error.message)), None
-    output = (
+    output: list[OutputItem] = (
         final_output(event, summary=prepared.echo.reasoning_summary)
         if isinstance(event, Finished)
-        else interrupt_items(event)
+        else [*interrupt_items(event)]
     )
     return prepared.echo.snapshot("completed", output, usage=event.usage), event.checkpoint_id
 
 
 # Called when a stream ends: every event sent, and the checkpoint a kept thread ended on.
-StreamEnd = Callable[[list[dict[str, Any]], str | None], Awaitable[None]]
+StreamEnd = Callable[[list[StreamEvent], str | None], Awaitable[None]]
 
 
 async def open_stream(
@@ -287,7 +290,7 @@ async def open_stream(
     scope: str,
     patience: float,
     on_end: StreamEnd | None = None,
-) -> AsyncGenerator[dict[str, Any]]:
+) -> AsyncGenerator[StreamEvent]:
     """Start the run; raise request errors now, then return the stream events."""
     events = await start_stream(_events(registry, prepared, scope=scope, streaming=True), patience)
     return _stream_events(prepared, events, on_end)
@@ -295,10 +298,10 @@ async def open_stream(
 
 async def _stream_events(
     prepared: PreparedResponse, events: AsyncIterable[RunEvent], on_end: StreamEnd | None
-) -> AsyncGenerator[dict[str, Any]]:
+) -> AsyncGenerator[StreamEvent]:
     stream = ResponsesStream(prepared.echo)
     # What a stored stream keeps: every event sent, and where a kept thread ended.
-    sent: list[dict[str, Any]] | None = [] if on_end is not None else None
+    sent: list[StreamEvent] | None = [] if on_end is not None else None
     ended_on: list[str | None] = [None]
 
     async def watched() -> AsyncIterator[RunEvent]:
@@ -329,7 +332,7 @@ def stream_run(
     scope: str,
     continue_existing: bool = False,
     raise_transient: bool = False,
-) -> AsyncGenerator[list[dict[str, Any]]]:
+) -> AsyncGenerator[list[StreamEvent]]:
     """Run with streaming and encode into `stream`, one list of stream events per run event
     (the streamed background path: the caller sends the stream's first events itself).
     `raise_transient` lets a lost database connection propagate, for a caller that retries
@@ -346,7 +349,7 @@ async def event_batches(
     stream: ResponsesStream,
     *,
     raise_transient: bool = False,
-) -> AsyncGenerator[list[dict[str, Any]]]:
+) -> AsyncGenerator[list[StreamEvent]]:
     """The stream events of each run event; a failing run ends with `error` and
     `response.failed`."""
     try:
@@ -363,7 +366,7 @@ async def event_batches(
         yield stream.failed(SERVER_ERROR_MESSAGE)
 
 
-def _encode(stream: ResponsesStream, event: RunEvent) -> list[dict[str, Any]]:
+def _encode(stream: ResponsesStream, event: RunEvent) -> list[StreamEvent]:
     if type(event) is TextDelta:
         return stream.text_delta(event.text)
     if isinstance(event, ReasoningDelta):

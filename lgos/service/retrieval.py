@@ -5,13 +5,14 @@ does not know, is the engine's (`service.background`)."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import Any
 
 from lgos.core import log_fields
 from lgos.core.errors import InvalidRequestError
 from lgos.core.stored import StoredResponse
 from lgos.service.background import BackgroundResponses
 from lgos.service.stateful import StatefulResponses
+from lgos.wire.types.events import StreamEvent, as_events
+from lgos.wire.types.responses import ResponseObject, as_response
 
 
 class ResponseRetrieval:
@@ -25,17 +26,17 @@ class ResponseRetrieval:
         log_fields.add(response_id=response_id)
         return await self.stateful.store.get_response(response_id, scope)
 
-    async def retrieve(self, response_id: str, scope: str) -> dict[str, Any]:
+    async def retrieve(self, response_id: str, scope: str) -> ResponseObject:
         record = await self._record(response_id, scope)
         if record is None or record.background or record.response is None:
             # Found in the store under this owner: not deleted, the engine need not be asked.
             indexed = record is not None
             return await self.background.retrieve(response_id, owner_scope=scope, indexed=indexed)
-        return record.response
+        return as_response(record.response)
 
     async def stream(
         self, response_id: str, scope: str, *, starting_after: int | None
-    ) -> AsyncGenerator[dict[str, Any]]:
+    ) -> AsyncGenerator[StreamEvent]:
         record = await self._record(response_id, scope)
         if record is None or record.background:
             return await self.background.stream(
@@ -51,9 +52,9 @@ class ResponseRetrieval:
                 code="invalid_value",
             )
         after = -1 if starting_after is None else starting_after
-        return _replay(await self.stateful.store.events.read(response_id, after))
+        return _replay(as_events(await self.stateful.store.events.read(response_id, after)))
 
-    async def cancel(self, response_id: str, scope: str) -> dict[str, Any]:
+    async def cancel(self, response_id: str, scope: str) -> ResponseObject:
         record = await self._record(response_id, scope)
         if record is not None and not record.background:
             raise InvalidRequestError(
@@ -64,6 +65,6 @@ class ResponseRetrieval:
         )
 
 
-async def _replay(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any]]:
+async def _replay(events: list[StreamEvent]) -> AsyncGenerator[StreamEvent]:
     for event in events:
         yield event

@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from lgos.core.background import BackgroundBackend, event_log, logged_end
+from lgos.core.background import PENDING_STATUSES, BackgroundBackend, event_log, logged_end
 from lgos.core.errors import ConflictError, InvalidRequestError, NotFoundError
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.stored import Order, ResponseStore, StoredConversation, StoredResponse, now
@@ -24,6 +23,9 @@ from lgos.run.interrupts import checkpoint_thread_id
 from lgos.service.responses import PreparedResponse, Turn
 from lgos.wire import ids, items
 from lgos.wire.responses_decoder import DecodedResponsesRequest
+from lgos.wire.types.events import StreamEvent
+from lgos.wire.types.items import ItemList, StoredItem, as_items
+from lgos.wire.types.responses import DeletedResponse, ResponseObject, as_response
 
 logger = logging.getLogger("lgos.stateful")
 
@@ -90,7 +92,7 @@ class StatefulResponses:
                 output = await self.known_output(record)
             else:
                 output = await self.output_of(record, scope, param="previous_response_id")
-            history = [*record.history, *record.input_items, *output]
+            history = [*as_items(record.history), *as_items(record.input_items), *output]
             thread = ids.parse_run_response_id(previous_id)
             seen = (
                 config.keeps_thread
@@ -109,7 +111,7 @@ class StatefulResponses:
             return resolved, turn
         if conversation_id is not None:
             conversation = await self.conversation(conversation_id, scope, param="conversation")
-            history = await self.store.all_items(conversation.id)
+            history = as_items(await self.store.all_items(conversation.id))
             model = decoded.body.model
             head = conversation.heads.get(model) if config.keeps_thread else None
             seen_items = conversation.seen.get(model, 0) if head is not None else 0
@@ -144,7 +146,7 @@ class StatefulResponses:
             if record is None:
                 continue
             snapshot = await self._background_snapshot(record)
-            if snapshot is None or snapshot["status"] in ("queued", "in_progress"):
+            if snapshot is None or snapshot["status"] in PENDING_STATUSES:
                 still.append(response_id)
                 continue
             if snapshot["status"] == "completed":
@@ -170,10 +172,10 @@ class StatefulResponses:
         self,
         prepared: PreparedResponse,
         scope: str,
-        response: dict[str, Any],
+        response: ResponseObject,
         *,
         checkpoint_id: str | None = None,
-        events: Sequence[dict[str, Any]] | None = None,
+        events: Sequence[StreamEvent] | None = None,
     ) -> None:
         """Keep a finished foreground Response (when stored) and extend its conversation."""
         turn = prepared.turn
@@ -238,8 +240,8 @@ class StatefulResponses:
         self,
         prepared: PreparedResponse,
         scope: str,
-        input_items: list[dict[str, Any]],
-        response: dict[str, Any],
+        input_items: list[StoredItem],
+        response: ResponseObject,
         checkpoint_id: str | None,
     ) -> None:
         turn = prepared.turn
@@ -252,9 +254,9 @@ class StatefulResponses:
         if found is None:  # deleted while the turn ran
             return
         output = _stored_output(response) if response["status"] == "completed" else []
-        added = [*input_items, *output]
+        added: list[StoredItem] = [*input_items, *output]
         await self.store.add_items(found.id, added)
-        update: dict[str, Any] = {"updated_at": now()}
+        update: dict[str, object] = {"updated_at": now()}
         if keeps_thread and checkpoint_id is not None:
             total = len(turn.history) + len(added)
             update["heads"] = {**found.heads, prepared.model: checkpoint_id}
@@ -275,12 +277,12 @@ class StatefulResponses:
 
     async def output_of(
         self, record: StoredResponse, scope: str, *, param: str = "response_id"
-    ) -> list[dict[str, Any]]:
+    ) -> list[StoredItem]:
         """A stored Response's output items; a background one must have finished."""
-        snapshot = record.response
+        snapshot = as_response(record.response) if record.response is not None else None
         if snapshot is None:
             snapshot = await self._background_snapshot(record)
-            if snapshot is None or snapshot["status"] in ("queued", "in_progress"):
+            if snapshot is None or snapshot["status"] in PENDING_STATUSES:
                 raise InvalidRequestError(
                     f"Response with id '{record.id}' has not finished yet; wait for it to end.",
                     param=param,
@@ -290,16 +292,20 @@ class StatefulResponses:
             return []
         return _stored_output(snapshot)
 
-    async def known_output(self, record: StoredResponse) -> list[dict[str, Any]]:
+    async def known_output(self, record: StoredResponse) -> list[StoredItem]:
         """The output of a paused Response being answered, as far as it is still known. The
         run holds the question, so the answer never waits on the engine: one that has forgotten
         the Response (an in-memory engine restarted) leaves the pause out of the history."""
-        snapshot = record.response or await self._background_snapshot(record)
+        snapshot = (
+            as_response(record.response)
+            if record.response
+            else await self._background_snapshot(record)
+        )
         if snapshot is None or snapshot["status"] != "completed":
             return []
         return _stored_output(snapshot)
 
-    async def _background_snapshot(self, record: StoredResponse) -> dict[str, Any] | None:
+    async def _background_snapshot(self, record: StoredResponse) -> ResponseObject | None:
         parsed = ids.parse_run_response_id(record.id)
         if parsed is None or self.background is None:
             return None
@@ -307,16 +313,17 @@ class StatefulResponses:
         if run is None:
             return None
         # A run that ended by its log (its engine records the end later) has ended here too.
-        return await logged_end(run, self.background) or run.response
+        ended = await logged_end(run, self.background) or run.response
+        return as_response(ended) if ended is not None else None
 
-    async def input_items(self, response_id: str, scope: str, page: Page) -> dict[str, Any]:
+    async def input_items(self, response_id: str, scope: str, page: Page) -> ItemList:
         record = await self.get(response_id, scope)
         chosen, more = paginate(
-            record.input_items, after=page.after, limit=page.limit, order=page.order
+            as_items(record.input_items), after=page.after, limit=page.limit, order=page.order
         )
         return items.item_list(chosen, more)
 
-    async def delete(self, response_id: str, scope: str) -> dict[str, Any]:
+    async def delete(self, response_id: str, scope: str) -> DeletedResponse:
         if not await self.store.delete_response(response_id, scope):
             raise not_found(response_id)
         # The store deleted the events of a foreground stream (kept under the Response id); a
@@ -343,6 +350,6 @@ async def delete_thread(config: GraphConfig, thread_id: str) -> None:
         await remove(thread_id)
 
 
-def _stored_output(response: dict[str, Any]) -> list[dict[str, Any]]:
+def _stored_output(response: ResponseObject) -> list[StoredItem]:
     """A Response's output items, which are valid conversation items and input as they are."""
-    return [dict(item) for item in response.get("output") or []]
+    return [item.copy() for item in response.get("output") or []]

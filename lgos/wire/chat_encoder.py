@@ -1,19 +1,31 @@
-"""Chat Completions responses: the completion object and its chunks (plain dicts; the caller
-frames them as SSE `data:` lines)."""
+"""Chat Completions responses: the completion object and its chunks (plain dicts typed by
+`lgos.wire.types.chat`; the caller frames them as SSE `data:` lines)."""
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from lgos.core.run_events import Citation, Finished, Interrupted, Usage
 from lgos.wire import ids
-from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE, error_body
+from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE, ErrorEnvelope, error_body
 from lgos.wire.interrupts import INTERRUPT_FUNCTION, interrupt_arguments, interrupt_call_id
+from lgos.wire.types.chat import (
+    ChatChunk,
+    ChatCompletion,
+    ChoiceDelta,
+    ChunkChoice,
+    ChunkPrefix,
+    CompletionMessage,
+    CompletionUsage,
+    FinishReason,
+    ToolCall,
+    UrlCitationAnnotation,
+    UsageChunk,
+)
 
 
-def url_annotations(citations: tuple[Citation, ...]) -> list[dict[str, Any]]:
+def url_annotations(citations: tuple[Citation, ...]) -> list[UrlCitationAnnotation]:
     return [
         {
             "type": "url_citation",
@@ -28,7 +40,7 @@ def url_annotations(citations: tuple[Citation, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def usage_object(usage: Usage) -> dict[str, Any]:
+def usage_object(usage: Usage) -> CompletionUsage:
     """The usage object with the detail objects OpenAI sends (zeros where a model reports none)."""
     return {
         "prompt_tokens": usage.input_tokens,
@@ -44,7 +56,7 @@ def usage_object(usage: Usage) -> dict[str, Any]:
     }
 
 
-def tool_calls(event: Finished | Interrupted) -> list[dict[str, Any]]:
+def tool_calls(event: Finished | Interrupted) -> list[ToolCall]:
     if isinstance(event, Interrupted):
         return [
             {
@@ -75,7 +87,7 @@ class ChatEncoder:
         self._model = model
         self._include_usage = include_usage
         # Everything before the choices, serialized once per stream rather than per chunk.
-        self._prefix = {
+        self._prefix: ChunkPrefix = {
             "id": self._id,
             "object": "chat.completion.chunk",
             "created": self._created,
@@ -84,10 +96,10 @@ class ChatEncoder:
             "service_tier": "default",
         }
 
-    def completion(self, event: Finished | Interrupted) -> dict[str, Any]:
+    def completion(self, event: Finished | Interrupted) -> ChatCompletion:
         calls = tool_calls(event)
         text = event.text
-        message: dict[str, Any] = {
+        message: CompletionMessage = {
             "role": "assistant",
             "content": text if text or not calls else None,
             "refusal": None,
@@ -115,25 +127,23 @@ class ChatEncoder:
             "usage": usage_object(event.usage),
         }
 
-    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        chunk = {
-            **self._prefix,
-            "choices": [
-                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-            ],
-        }
+    def _chunk(self, delta: ChoiceDelta, finish_reason: FinishReason | None = None) -> ChatChunk:
+        choices: list[ChunkChoice] = [
+            {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        ]
         if self._include_usage:
-            chunk["usage"] = None
-        return chunk
+            counted: UsageChunk = {**self._prefix, "choices": choices, "usage": None}
+            return counted
+        return {**self._prefix, "choices": choices}
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> ChatChunk:
         return self._chunk({"role": "assistant", "content": ""})
 
-    def text_delta(self, text: str) -> dict[str, Any]:
+    def text_delta(self, text: str) -> ChatChunk:
         return self._chunk({"content": text})
 
-    def end(self, event: Finished | Interrupted) -> list[dict[str, Any]]:
-        chunks = []
+    def end(self, event: Finished | Interrupted) -> list[ChatChunk]:
+        chunks: list[ChatChunk] = []
         calls = tool_calls(event)
         if calls:
             chunks.append(
@@ -141,9 +151,10 @@ class ChatEncoder:
             )
         chunks.append(self._chunk({}, "tool_calls" if calls else "stop"))
         if self._include_usage:
-            chunks.append({**self._prefix, "choices": [], "usage": usage_object(event.usage)})
+            last: UsageChunk = {**self._prefix, "choices": [], "usage": usage_object(event.usage)}
+            chunks.append(last)
         return chunks
 
     @staticmethod
-    def error(message: str = SERVER_ERROR_MESSAGE) -> dict[str, Any]:
+    def error(message: str = SERVER_ERROR_MESSAGE) -> ErrorEnvelope:
         return error_body(message, error_type="server_error", code="server_error")

@@ -11,6 +11,7 @@ from lgos.core.errors import InvalidRequestError
 from lgos.core.stored import StoredConversation
 from lgos.wire.decoding import StrictBody, check_metadata, unsupported_content, validate
 from lgos.wire.responses_decoder import InputItem, MessageItem, UnsupportedItem, UnsupportedPart
+from lgos.wire.types.items import Conversation, DeletedConversation
 
 MAX_ITEMS_PER_REQUEST = 20
 _TAGS = frozenset(
@@ -21,11 +22,11 @@ _TAGS = frozenset(
 
 class CreateBody(StrictBody):
     items: list[InputItem] | None = Field(default=None, max_length=MAX_ITEMS_PER_REQUEST)
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None  # client metadata: `check_metadata` reads it
 
 
 class UpdateBody(StrictBody):
-    metadata: dict[str, Any] | None
+    metadata: dict[str, Any] | None  # client metadata: `check_metadata` reads it
 
 
 class ItemsBody(StrictBody):
@@ -61,7 +62,7 @@ def _supported(items: list[Any]) -> list[Any]:
     return items
 
 
-def conversation_object(conversation: StoredConversation) -> dict[str, Any]:
+def conversation_object(conversation: StoredConversation) -> Conversation:
     return {
         "id": conversation.id,
         "object": "conversation",
@@ -70,5 +71,5 @@ def conversation_object(conversation: StoredConversation) -> dict[str, Any]:
     }
 
 
-def deleted_object(conversation_id: str) -> dict[str, Any]:
+def deleted_object(conversation_id: str) -> DeletedConversation:
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}

@@ -20,21 +20,29 @@ from lgos.wire.responses_decoder import (
     Refusal,
     ResponsesBody,
 )
+from lgos.wire.types.items import (
+    InputTextPart,
+    ItemList,
+    RefusalPart,
+    StoredItem,
+    StoredMessage,
+    StoredOutputText,
+)
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 
 
-def input_items(body: ResponsesBody) -> list[dict[str, Any]]:
+def input_items(body: ResponsesBody) -> list[StoredItem]:
     """The request's input as stored items (reasoning items carry nothing and are dropped)."""
     if isinstance(body.input, str):
         return [user_text(body.input)]
     return stored_items(body.input)
 
 
-def stored_items(decoded: Sequence[Any]) -> list[dict[str, Any]]:
+def stored_items(decoded: Sequence[Any]) -> list[StoredItem]:
     """Decoded input items as stored items, each with an id."""
-    stored: list[dict[str, Any]] = []
+    stored: list[StoredItem] = []
     for item in decoded:
         if isinstance(item, MessageItem):
             stored.append(_message(item))
@@ -50,10 +58,10 @@ def stored_items(decoded: Sequence[Any]) -> list[dict[str, Any]]:
                 }
             )
         elif isinstance(item, FunctionCallOutputItem):
-            output: Any = (
+            output: str | list[InputTextPart] = (
                 item.output
                 if isinstance(item.output, str)
-                else [part.model_dump() for part in item.output]
+                else [{"type": part.type, "text": part.text} for part in item.output]
             )
             stored.append(
                 {
@@ -67,7 +75,7 @@ def stored_items(decoded: Sequence[Any]) -> list[dict[str, Any]]:
     return stored
 
 
-def user_text(text: str) -> dict[str, Any]:
+def user_text(text: str) -> StoredMessage:
     return {
         "type": "message",
         "id": ids.message_id(),
@@ -77,9 +85,9 @@ def user_text(text: str) -> dict[str, Any]:
     }
 
 
-def _message(item: MessageItem) -> dict[str, Any]:
+def _message(item: MessageItem) -> StoredMessage:
     assistant = item.role == "assistant"
-    parts: list[dict[str, Any]] = []
+    parts: list[InputTextPart | StoredOutputText | RefusalPart] = []
     content = item.content if isinstance(item.content, list) else [item.content]
     for part in content:
         if isinstance(part, Refusal):
@@ -91,7 +99,7 @@ def _message(item: MessageItem) -> dict[str, Any]:
             parts.append({"type": "output_text", "text": text, "annotations": annotations or []})
         else:
             parts.append({"type": "input_text", "text": text})
-    stored: dict[str, Any] = {
+    stored: StoredMessage = {
         "type": "message",
         "id": item.id or ids.message_id(),
         "role": item.role,
@@ -103,7 +111,7 @@ def _message(item: MessageItem) -> dict[str, Any]:
     return stored
 
 
-def item_list(items: Sequence[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+def item_list(items: Sequence[StoredItem], has_more: bool) -> ItemList:
     """OpenAI's list object. `first_id`/`last_id` are required strings: empty when empty."""
     return {
         "object": "list",

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from lgos.core.registry import GraphConfig, GraphRegistry
+from lgos.wire.types.models import LgosModelInfo, ModelList, ModelObject
 
 # A fixed creation time: graphs have no meaningful one, and a stable value keeps the listing
 # cacheable by gateways.
@@ -12,8 +11,8 @@ CREATED = 1767225600
 OWNER = "lgos"
 
 
-def model_object(model_id: str, config: GraphConfig, *, detail: bool) -> dict[str, Any]:
-    extension: dict[str, Any] = {
+def model_object(model_id: str, config: GraphConfig, *, detail: bool) -> ModelObject:
+    extension: LgosModelInfo = {
         "description": config.description,
         "features": sorted(config.features),
         "server_tools": sorted(config.server_tools),
@@ -37,7 +36,7 @@ def model_object(model_id: str, config: GraphConfig, *, detail: bool) -> dict[st
     }
 
 
-def model_list(registry: GraphRegistry) -> dict[str, Any]:
+def model_list(registry: GraphRegistry) -> ModelList:
     return {
         "object": "list",
         "data": [

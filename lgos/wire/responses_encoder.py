@@ -1,7 +1,8 @@
 """Responses API objects and the stream events, built from neutral run events.
 
-The stream is a list of event objects (plain dicts): the caller frames them as SSE or, for a
-streamed background Response, stores them in the event log as they are.
+The stream is a list of event objects (plain dicts typed by `lgos.wire.types`): the caller
+frames them as SSE or, for a streamed background Response, stores them in the event log as they
+are.
 
 Every Response carries the full Open Responses field set (nulls where empty), which the
 official SDK in strict mode and Open Responses validators both accept.
@@ -13,11 +14,11 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 
-from lgos.core.background import ResponseStatus
+from lgos.core.background import TERMINAL_STATUSES, ResponseStatus
 from lgos.core.request import Reasoning, ResponseFormat
 from lgos.core.run_events import (
     Citation,
@@ -29,10 +30,41 @@ from lgos.core.run_events import (
 from lgos.wire import ids
 from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE
 from lgos.wire.interrupts import INTERRUPT_FUNCTION, interrupt_arguments, interrupt_call_id
-
-# A Response that ended always reports usage (zeros when the graph called no model), as OpenAI
-# does; one still queued or running reports null.
-_ENDED: frozenset[ResponseStatus] = frozenset({"completed", "failed", "cancelled", "incomplete"})
+from lgos.wire.types.events import (
+    AnnotationAddedEvent,
+    ContentPartEvent,
+    ErrorEvent,
+    FunctionCallArgumentsDeltaEvent,
+    FunctionCallArgumentsDoneEvent,
+    ItemPlace,
+    LifecycleEventType,
+    OutputItemEvent,
+    OutputTextDeltaEvent,
+    OutputTextDoneEvent,
+    ReasoningSummaryPartEvent,
+    ReasoningSummaryTextDeltaEvent,
+    ReasoningSummaryTextDoneEvent,
+    ResponseLifecycleEvent,
+    StreamEvent,
+    SummaryPlace,
+    TextPlace,
+)
+from lgos.wire.types.responses import (
+    FunctionCallItem,
+    ItemStatus,
+    MessageItem,
+    MessagePhase,
+    OutputItem,
+    OutputText,
+    ReasoningConfig,
+    ReasoningItem,
+    ResponseError,
+    ResponseObject,
+    ResponseUsage,
+    SummaryText,
+    TextFormat,
+    UrlCitation,
+)
 
 
 @dataclass(slots=True)
@@ -43,8 +75,8 @@ class ResponseEcho:
     model: str
     instructions: str | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    tool_choice: Any = "auto"
+    tools: list[dict[str, Any]] = field(default_factory=list)  # client JSON, echoed as sent
+    tool_choice: Any = "auto"  # client JSON: a mode, or a choice object of any tool type
     parallel_tool_calls: bool = True
     previous_response_id: str | None = None
     background: bool = False
@@ -52,10 +84,10 @@ class ResponseEcho:
     user: str | None = None
     conversation: str | None = None
     # The requested answer shape, as `text.format` (see `echo_format`).
-    text_format: dict[str, Any] = field(default_factory=lambda: {"type": "text"})
+    text_format: TextFormat = field(default_factory=lambda: echo_format(None))
     # The request's `reasoning` options, echoed; reasoning summaries are shown only when
     # `summary` asks for them (else reasoning items carry an empty summary, as OpenAI's do).
-    reasoning: dict[str, Any] | None = None
+    reasoning: ReasoningConfig | None = None
     truncation: str = "disabled"
     created_at: int = field(default_factory=lambda: int(time.time()))
 
@@ -66,11 +98,13 @@ class ResponseEcho:
     def snapshot(
         self,
         status: ResponseStatus,
-        output: list[dict[str, Any]] | None = None,
+        output: list[OutputItem] | None = None,
         *,
         usage: Usage | None = None,
-        error: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        error: ResponseError | None = None,
+    ) -> ResponseObject:
+        # A Response that ended always reports usage (zeros when the graph called no model),
+        # as OpenAI does; one still queued or running reports null.
         return {
             "id": self.id,
             "object": "response",
@@ -85,7 +119,7 @@ class ResponseEcho:
             "output": output or [],
             "error": error,
             "incomplete_details": None,
-            "usage": usage_object(usage or Usage()) if status in _ENDED else None,
+            "usage": usage_object(usage or Usage()) if status in TERMINAL_STATUSES else None,
             "metadata": dict(self.metadata),
             "tools": self.tools,
             "tool_choice": self.tool_choice,
@@ -108,7 +142,7 @@ class ResponseEcho:
         }
 
 
-def usage_object(usage: Usage) -> dict[str, Any]:
+def usage_object(usage: Usage) -> ResponseUsage:
     return {
         "input_tokens": usage.input_tokens,
         "input_tokens_details": {
@@ -121,15 +155,15 @@ def usage_object(usage: Usage) -> dict[str, Any]:
     }
 
 
-def failure(message: str = SERVER_ERROR_MESSAGE) -> dict[str, Any]:
+def failure(message: str = SERVER_ERROR_MESSAGE) -> ResponseError:
     return {"code": "server_error", "message": message}
 
 
-def text_part(text: str, annotations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def text_part(text: str, annotations: list[UrlCitation] | None = None) -> OutputText:
     return {"type": "output_text", "text": text, "annotations": annotations or [], "logprobs": []}
 
 
-def url_citations(citations: Iterable[Citation]) -> list[dict[str, Any]]:
+def url_citations(citations: Iterable[Citation]) -> list[UrlCitation]:
     return [
         {
             "type": "url_citation",
@@ -145,10 +179,10 @@ def url_citations(citations: Iterable[Citation]) -> list[dict[str, Any]]:
 def message_item(
     item_id: str,
     text: str,
-    phase: str,
-    status: str = "completed",
-    annotations: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+    phase: MessagePhase,
+    status: ItemStatus = "completed",
+    annotations: list[UrlCitation] | None = None,
+) -> MessageItem:
     return {
         "type": "message",
         "id": item_id,
@@ -159,7 +193,7 @@ def message_item(
     }
 
 
-def function_call_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+def function_call_item(call_id: str, name: str, arguments: str) -> FunctionCallItem:
     return {
         "type": "function_call",
         "id": ids.function_call_item_id(),
@@ -170,7 +204,7 @@ def function_call_item(call_id: str, name: str, arguments: str) -> dict[str, Any
     }
 
 
-def interrupt_items(event: Interrupted) -> list[dict[str, Any]]:
+def interrupt_items(event: Interrupted) -> list[FunctionCallItem]:
     return [
         function_call_item(
             interrupt_call_id(event.run_id, pending.id),
@@ -181,7 +215,7 @@ def interrupt_items(event: Interrupted) -> list[dict[str, Any]]:
     ]
 
 
-def tool_call_items(message: AIMessage) -> list[dict[str, Any]]:
+def tool_call_items(message: AIMessage) -> list[FunctionCallItem]:
     return [
         function_call_item(
             call.get("id") or ids.tool_call_id(), call["name"], json.dumps(call["args"])
@@ -190,9 +224,9 @@ def tool_call_items(message: AIMessage) -> list[dict[str, Any]]:
     ]
 
 
-def final_output(event: Finished, *, summary: bool = True) -> list[dict[str, Any]]:
+def final_output(event: Finished, *, summary: bool = True) -> list[OutputItem]:
     """Non-streaming output: the answer (if any), then function calls."""
-    items = tool_call_items(event.message)
+    items: list[OutputItem] = [*tool_call_items(event.message)]
     if event.text or not items:
         annotations = url_citations(event.citations)
         items.insert(
@@ -203,9 +237,9 @@ def final_output(event: Finished, *, summary: bool = True) -> list[dict[str, Any
     return items
 
 
-def reasoning_item(item_id: str, summary: str) -> dict[str, Any]:
+def reasoning_item(item_id: str, summary: str) -> ReasoningItem:
     """A reasoning item; an empty `summary` text means none was asked for."""
-    parts = [{"type": "summary_text", "text": summary}] if summary else []
+    parts: list[SummaryText] = [{"type": "summary_text", "text": summary}] if summary else []
     return {"type": "reasoning", "id": item_id, "summary": parts}
 
 
@@ -226,66 +260,82 @@ class ResponsesStream:
         self._context = context
         # A background worker continues the stream the API began (or a dead worker left).
         self._sequence = sequence
-        self._output: list[dict[str, Any]] = []
+        self._output: list[OutputItem] = []
         self._answer_id: str | None = None
         self._answer_index = -1
         self._answer_text: list[str] = []
         self._reasoning = ReasoningSummary(self)
 
-    def _event(self, event_type: str, payload: dict[str, Any]) -> dict[str, Any]:
-        payload["type"] = event_type
-        payload["sequence_number"] = self._sequence
+    def _next(self) -> int:
+        """The next event's sequence number (every event ends with its `type` and this)."""
+        number = self._sequence
         self._sequence += 1
-        return payload
+        return number
 
-    def start(self) -> list[dict[str, Any]]:
+    def _lifecycle(
+        self, event_type: LifecycleEventType, response: ResponseObject
+    ) -> ResponseLifecycleEvent:
+        return {"response": response, "type": event_type, "sequence_number": self._next()}
+
+    def _item_event(
+        self,
+        event_type: Literal["response.output_item.added", "response.output_item.done"],
+        index: int,
+        item: OutputItem,
+    ) -> OutputItemEvent:
+        return {
+            "output_index": index,
+            "item": item,
+            "type": event_type,
+            "sequence_number": self._next(),
+        }
+
+    def start(self) -> list[StreamEvent]:
         snapshot = self._context.snapshot("in_progress")
         return [
-            self._event("response.created", {"response": snapshot}),
-            self._event("response.in_progress", {"response": snapshot}),
+            self._lifecycle("response.created", snapshot),
+            self._lifecycle("response.in_progress", snapshot),
         ]
 
-    def queued(self) -> list[dict[str, Any]]:
+    def queued(self) -> list[StreamEvent]:
         """How a streamed background Response begins, before a worker takes it."""
         snapshot = self._context.snapshot("queued")
         return [
-            self._event("response.created", {"response": snapshot}),
-            self._event("response.queued", {"response": snapshot}),
+            self._lifecycle("response.created", snapshot),
+            self._lifecycle("response.queued", snapshot),
         ]
 
-    def in_progress(self) -> dict[str, Any]:
-        return self._event(
-            "response.in_progress", {"response": self._context.snapshot("in_progress")}
-        )
+    def in_progress(self) -> StreamEvent:
+        return self._lifecycle("response.in_progress", self._context.snapshot("in_progress"))
 
-    def reasoning_delta(self, text: str) -> list[dict[str, Any]]:
+    def reasoning_delta(self, text: str) -> list[StreamEvent]:
         return self._reasoning.delta(text)
 
-    def text_delta(self, text: str) -> list[dict[str, Any]]:
+    def text_delta(self, text: str) -> list[StreamEvent]:
         events = self._reasoning.close()
         if self._answer_id is None:
             events += self._open_answer()
+        assert self._answer_id is not None  # opened just above, if it was not open
         self._answer_text.append(text)
         events.append(
-            self._event(
-                "response.output_text.delta",
-                {
-                    "item_id": self._answer_id,
-                    "output_index": self._answer_index,
-                    "content_index": 0,
-                    "delta": text,
-                    "logprobs": [],
-                },
-            )
+            {
+                "item_id": self._answer_id,
+                "output_index": self._answer_index,
+                "content_index": 0,
+                "delta": text,
+                "logprobs": [],
+                "type": "response.output_text.delta",
+                "sequence_number": self._next(),
+            }
         )
         return events
 
-    def commentary(self, event: Commentary) -> list[dict[str, Any]]:
+    def commentary(self, event: Commentary) -> list[StreamEvent]:
         item = message_item(ids.message_id(), event.text, "commentary")
         return self._reasoning.close() + self._complete_item(item, text=event.text)
 
-    def finished(self, event: Finished) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
+    def finished(self, event: Finished) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
         if event.reasoning and not self._reasoning.shown:  # not streamed: shown whole
             events += self._reasoning.delta(event.reasoning)
         events += self._reasoning.close() + self._close_answer(url_citations(event.citations))
@@ -297,7 +347,7 @@ class ResponsesStream:
         events.append(self._terminal("response.completed", "completed", usage=event.usage))
         return events
 
-    def interrupted(self, event: Interrupted) -> list[dict[str, Any]]:
+    def interrupted(self, event: Interrupted) -> list[StreamEvent]:
         events = self._reasoning.close() + self._close_answer([])
         for item in interrupt_items(event):
             events.extend(self._complete_item(item))
@@ -306,137 +356,156 @@ class ResponsesStream:
 
     def failed(
         self, message: str = SERVER_ERROR_MESSAGE, code: str = "server_error"
-    ) -> list[dict[str, Any]]:
+    ) -> list[StreamEvent]:
         """An `error` event (nested and flat forms, see the protocol notes), then
         `response.failed`. Items already shown stay; an open answer becomes incomplete."""
-        events = [
-            self._event(
-                "error",
-                {
-                    "code": code,
-                    "message": message,
-                    "param": None,
-                    "error": {
-                        "type": "server_error",
-                        "code": code,
-                        "message": message,
-                        "param": None,
-                    },
-                },
-            )
-        ]
+        error: ErrorEvent = {
+            "code": code,
+            "message": message,
+            "param": None,
+            "error": {"type": "server_error", "code": code, "message": message, "param": None},
+            "type": "error",
+            "sequence_number": self._next(),
+        }
+        events: list[StreamEvent] = [error]
         self._reasoning.abandon()
         if self._answer_id is not None:
-            self._output[self._answer_index]["status"] = "incomplete"
-            self._output[self._answer_index]["content"] = [text_part("".join(self._answer_text))]
+            answer = self._output[self._answer_index]
+            assert answer["type"] == "message"  # the open answer
+            answer["status"] = "incomplete"
+            answer["content"] = [text_part("".join(self._answer_text))]
             self._answer_id = None
         events.append(
             self._terminal("response.failed", "failed", error={"code": code, "message": message})
         )
         return events
 
-    def _open_answer(self) -> list[dict[str, Any]]:
-        self._answer_id = ids.message_id()
+    def _open_answer(self) -> list[StreamEvent]:
+        answer_id = self._answer_id = ids.message_id()
         self._answer_index = len(self._output)
-        item = {
+        item: MessageItem = {
             "type": "message",
-            "id": self._answer_id,
+            "id": answer_id,
             "role": "assistant",
             "status": "in_progress",
             "phase": "final_answer",
             "content": [],
         }
         self._output.append(item)
-        return [
-            self._event(
-                "response.output_item.added", {"output_index": self._answer_index, "item": item}
-            ),
-            self._event(
-                "response.content_part.added",
-                {
-                    "item_id": self._answer_id,
-                    "output_index": self._answer_index,
-                    "content_index": 0,
-                    "part": text_part(""),
-                },
-            ),
-        ]
+        added = self._item_event("response.output_item.added", self._answer_index, item)
+        part: ContentPartEvent = {
+            "item_id": answer_id,
+            "output_index": self._answer_index,
+            "content_index": 0,
+            "part": text_part(""),
+            "type": "response.content_part.added",
+            "sequence_number": self._next(),
+        }
+        return [added, part]
 
-    def _close_answer(self, annotations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _close_answer(self, annotations: list[UrlCitation]) -> list[StreamEvent]:
         if self._answer_id is None:
             return []
         text = "".join(self._answer_text)
         item = message_item(self._answer_id, text, "final_answer", annotations=annotations)
         self._output[self._answer_index] = item
-        common = {
+        common: TextPlace = {
             "item_id": self._answer_id,
             "output_index": self._answer_index,
             "content_index": 0,
         }
-        events = [
-            self._event(
-                "response.output_text.annotation.added",
-                {**common, "annotation_index": index, "annotation": annotation},
-            )
-            for index, annotation in enumerate(annotations)
-        ]
-        events += [
-            self._event("response.output_text.done", {**common, "text": text, "logprobs": []}),
-            self._event(
-                "response.content_part.done", {**common, "part": text_part(text, annotations)}
-            ),
-            self._event(
-                "response.output_item.done", {"output_index": self._answer_index, "item": item}
-            ),
-        ]
+        events: list[StreamEvent] = []
+        for index, annotation in enumerate(annotations):
+            added: AnnotationAddedEvent = {
+                **common,
+                "annotation_index": index,
+                "annotation": annotation,
+                "type": "response.output_text.annotation.added",
+                "sequence_number": self._next(),
+            }
+            events.append(added)
+        events += self._text_done(common, text, annotations)
+        events.append(self._item_event("response.output_item.done", self._answer_index, item))
         self._answer_id = None
         return events
 
-    def _complete_item(self, item: dict[str, Any], text: str | None = None) -> list[dict[str, Any]]:
+    def _text_done(
+        self, where: TextPlace, text: str, annotations: list[UrlCitation] | None = None
+    ) -> list[StreamEvent]:
+        """A text part's end: its whole text, then the part as it ends."""
+        done: OutputTextDoneEvent = {
+            **where,
+            "text": text,
+            "logprobs": [],
+            "type": "response.output_text.done",
+            "sequence_number": self._next(),
+        }
+        part: ContentPartEvent = {
+            **where,
+            "part": text_part(text, annotations),
+            "type": "response.content_part.done",
+            "sequence_number": self._next(),
+        }
+        return [done, part]
+
+    def _complete_item(
+        self, item: MessageItem | FunctionCallItem, text: str | None = None
+    ) -> list[StreamEvent]:
         """Emit a whole item at once: added, its content or arguments, done."""
         index = len(self._output)
         self._output.append(item)
         if item["type"] == "message":
-            opened = {**item, "status": "in_progress", "content": []}
-            common = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            opened: MessageItem = {**item, "status": "in_progress", "content": []}
+            common: TextPlace = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            added = self._item_event("response.output_item.added", index, opened)
+            part: ContentPartEvent = {
+                **common,
+                "part": text_part(""),
+                "type": "response.content_part.added",
+                "sequence_number": self._next(),
+            }
+            delta: OutputTextDeltaEvent = {
+                **common,
+                "delta": text or "",
+                "logprobs": [],
+                "type": "response.output_text.delta",
+                "sequence_number": self._next(),
+            }
             return [
-                self._event("response.output_item.added", {"output_index": index, "item": opened}),
-                self._event("response.content_part.added", {**common, "part": text_part("")}),
-                self._event(
-                    "response.output_text.delta", {**common, "delta": text or "", "logprobs": []}
-                ),
-                self._event(
-                    "response.output_text.done", {**common, "text": text or "", "logprobs": []}
-                ),
-                self._event(
-                    "response.content_part.done", {**common, "part": text_part(text or "")}
-                ),
-                self._event("response.output_item.done", {"output_index": index, "item": item}),
+                added,
+                part,
+                delta,
+                *self._text_done(common, text or ""),
+                self._item_event("response.output_item.done", index, item),
             ]
-        opened = {**item, "arguments": "", "status": "in_progress"}
-        common = {"item_id": item["id"], "output_index": index}
-        return [
-            self._event("response.output_item.added", {"output_index": index, "item": opened}),
-            self._event(
-                "response.function_call_arguments.delta", {**common, "delta": item["arguments"]}
-            ),
-            self._event(
-                "response.function_call_arguments.done",
-                {**common, "name": item["name"], "arguments": item["arguments"]},
-            ),
-            self._event("response.output_item.done", {"output_index": index, "item": item}),
-        ]
+        called: FunctionCallItem = {**item, "arguments": "", "status": "in_progress"}
+        place: ItemPlace = {"item_id": item["id"], "output_index": index}
+        added = self._item_event("response.output_item.added", index, called)
+        arguments: FunctionCallArgumentsDeltaEvent = {
+            **place,
+            "delta": item["arguments"],
+            "type": "response.function_call_arguments.delta",
+            "sequence_number": self._next(),
+        }
+        done: FunctionCallArgumentsDoneEvent = {
+            **place,
+            "name": item["name"],
+            "arguments": item["arguments"],
+            "type": "response.function_call_arguments.done",
+            "sequence_number": self._next(),
+        }
+        return [added, arguments, done, self._item_event("response.output_item.done", index, item)]
 
     def _terminal(
         self,
-        event_type: str,
+        event_type: LifecycleEventType,
         status: ResponseStatus,
         *,
         usage: Usage | None = None,
-        error: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        error: ResponseError | None = None,
+    ) -> StreamEvent:
         snapshot = self._context.snapshot(status, self._output, usage=usage, error=error)
-        return self._event(event_type, {"response": snapshot})
+        return self._lifecycle(event_type, snapshot)
 
 
 class ReasoningSummary:
@@ -452,58 +521,49 @@ class ReasoningSummary:
         self._text: list[str] = []
         self.shown = False
 
-    def delta(self, text: str) -> list[dict[str, Any]]:
+    def delta(self, text: str) -> list[StreamEvent]:
         stream = self._stream
         summarised = stream._context.reasoning_summary
-        events: list[dict[str, Any]] = []
+        events: list[StreamEvent] = []
         if self._id is None:
             self._id = ids.reasoning_id()
             self._index = len(stream._output)
             self._text = []
             self.shown = True
-            item = {"type": "reasoning", "id": self._id, "summary": []}
+            item: ReasoningItem = {"type": "reasoning", "id": self._id, "summary": []}
             stream._output.append(item)
-            events.append(
-                stream._event(
-                    "response.output_item.added", {"output_index": self._index, "item": item}
-                )
-            )
+            events.append(stream._item_event("response.output_item.added", self._index, item))
             if summarised:
-                events.append(
-                    stream._event(
-                        "response.reasoning_summary_part.added",
-                        {**self._where(), "part": {"type": "summary_text", "text": ""}},
-                    )
-                )
+                events.append(self._part("response.reasoning_summary_part.added", ""))
         if not summarised:
             return events
         self._text.append(text)
-        events.append(
-            stream._event("response.reasoning_summary_text.delta", {**self._where(), "delta": text})
-        )
+        delta: ReasoningSummaryTextDeltaEvent = {
+            **self._where(),
+            "delta": text,
+            "type": "response.reasoning_summary_text.delta",
+            "sequence_number": stream._next(),
+        }
+        events.append(delta)
         return events
 
-    def close(self) -> list[dict[str, Any]]:
+    def close(self) -> list[StreamEvent]:
         if self._id is None:
             return []
         stream = self._stream
         text = "".join(self._text)
         item = reasoning_item(self._id, text)
         stream._output[self._index] = item
-        events = []
+        events: list[StreamEvent] = []
         if stream._context.reasoning_summary:
-            events += [
-                stream._event(
-                    "response.reasoning_summary_text.done", {**self._where(), "text": text}
-                ),
-                stream._event(
-                    "response.reasoning_summary_part.done",
-                    {**self._where(), "part": {"type": "summary_text", "text": text}},
-                ),
-            ]
-        events.append(
-            stream._event("response.output_item.done", {"output_index": self._index, "item": item})
-        )
+            done: ReasoningSummaryTextDoneEvent = {
+                **self._where(),
+                "text": text,
+                "type": "response.reasoning_summary_text.done",
+                "sequence_number": stream._next(),
+            }
+            events += [done, self._part("response.reasoning_summary_part.done", text)]
+        events.append(stream._item_event("response.output_item.done", self._index, item))
         self._id = None
         return events
 
@@ -513,11 +573,26 @@ class ReasoningSummary:
             self._stream._output[self._index] = reasoning_item(self._id, "".join(self._text))
             self._id = None
 
-    def _where(self) -> dict[str, Any]:
+    def _part(
+        self,
+        event_type: Literal[
+            "response.reasoning_summary_part.added", "response.reasoning_summary_part.done"
+        ],
+        text: str,
+    ) -> ReasoningSummaryPartEvent:
+        return {
+            **self._where(),
+            "part": {"type": "summary_text", "text": text},
+            "type": event_type,
+            "sequence_number": self._stream._next(),
+        }
+
+    def _where(self) -> SummaryPlace:
+        assert self._id is not None  # only an open reasoning item has events
         return {"item_id": self._id, "output_index": self._index, "summary_index": 0}
 
 
-def echo_format(response_format: ResponseFormat | None) -> dict[str, Any]:
+def echo_format(response_format: ResponseFormat | None) -> TextFormat:
     """The Response's `text.format`, as the request asked (here, not beside the decoding of
     `text.format`, so a worker rendering a job never loads the decoders)."""
     if response_format is None:
@@ -533,7 +608,7 @@ def echo_format(response_format: ResponseFormat | None) -> dict[str, Any]:
     }
 
 
-def echo_reasoning(reasoning: Reasoning | None) -> dict[str, Any] | None:
+def echo_reasoning(reasoning: Reasoning | None) -> ReasoningConfig | None:
     """The Response's `reasoning`, as the request asked."""
     if reasoning is None:
         return None

@@ -22,11 +22,13 @@ class _Workflow:
         self.executor: JobExecutor | None = None
         self._registered = False
 
+    # JSON in and out (the job, the Response): DBOS passes and stores only JSON, and checks
+    # the workflow's and step's arguments against these hints.
     async def run_graph(self, run_id: str, job: dict[str, Any]) -> dict[str, Any]:
         executor = self.executor
         if executor is None:
             raise RuntimeError("no LGOS DBOS worker is running in this process")
-        return await executor(BackgroundJob.model_validate(job), run_id)
+        return dict(await executor(BackgroundJob.model_validate(job), run_id))
 
     def register(self) -> None:
         """Declare the workflow and its step with DBOS (once per process, before launch)."""
@@ -34,16 +36,15 @@ class _Workflow:
             return
         run_graph = self.run_graph
 
-        async def _run_graph_step(run_id: str, job: dict[str, Any]) -> dict[str, Any]:
+        async def _run_graph_step(run_id: str, job: dict[str, Any]) -> dict[str, Any]:  # JSON
             return await run_graph(run_id, job)
 
         # Preemptible: cancelling the workflow cancels the running graph (CancelledError in
         # the node). No step retries: a failed graph is a failed Response.
         step = DBOS.step(name=STEP_NAME, preemptible=True, retries_allowed=False)(_run_graph_step)
 
-        async def background_response(run_id: str, job: dict[str, Any]) -> dict[str, Any]:
-            result: dict[str, Any] = await step(run_id, job)
-            return result
+        async def background_response(run_id: str, job: dict[str, Any]) -> dict[str, Any]:  # JSON
+            return await step(run_id, job)
 
         # A run is re-dispatched when its worker dies; a run that keeps killing its workers (out
         # of memory, say) ends as failed after this many deaths instead of looping forever.

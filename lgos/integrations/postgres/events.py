@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -54,7 +54,7 @@ class PostgresResponseEventLog:
         self.poll_interval = poll_interval
         self._listener: _EventListener | None = None
 
-    async def append(self, run_id: str, events: Sequence[dict[str, Any]]) -> None:
+    async def append(self, run_id: str, events: Sequence[Mapping[str, Any]]) -> None:
         if not events:
             return
         async with self.pool.connection() as conn:
@@ -67,7 +67,7 @@ class PostgresResponseEventLog:
                 },
             )
 
-    async def read(self, run_id: str, after: int = -1) -> list[dict[str, Any]]:
+    async def read(self, run_id: str, after: int = -1) -> list[Mapping[str, Any]]:
         async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
             await cur.execute(
                 "SELECT event FROM lgos_response_events "
@@ -76,7 +76,7 @@ class PostgresResponseEventLog:
             )
             return [row[0] for row in await cur.fetchall()]
 
-    async def last(self, run_id: str) -> dict[str, Any] | None:
+    async def last(self, run_id: str) -> Mapping[str, Any] | None:
         async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
             await cur.execute(
                 "SELECT event FROM lgos_response_events WHERE run_id = %s "

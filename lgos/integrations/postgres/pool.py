@@ -32,7 +32,7 @@ def new_pool(uri: str, size: int) -> Pool:
     return pool
 
 
-def _connection_kwargs() -> dict[str, Any]:
+def _connection_kwargs() -> dict[str, Any]:  # psycopg_pool's `kwargs` parameter
     return {
         # LangGraph's migrations use CREATE INDEX CONCURRENTLY (not allowed in a transaction),
         # and every checkpoint write should commit on its own.

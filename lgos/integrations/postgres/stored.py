@@ -10,7 +10,7 @@ replica reads and writes the same rows, so any API process answers for any store
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from psycopg.rows import tuple_row
@@ -119,7 +119,7 @@ class PostgresResponseStore:
             )
         return True
 
-    async def add_items(self, conversation_id: str, items: Sequence[dict[str, Any]]) -> None:
+    async def add_items(self, conversation_id: str, items: Sequence[Mapping[str, Any]]) -> None:
         if not items:
             return
         async with self.pool.connection() as conn, conn.cursor() as cur:
@@ -131,7 +131,7 @@ class PostgresResponseStore:
 
     async def list_items(
         self, conversation_id: str, *, after: str | None, limit: int, order: Order
-    ) -> tuple[list[dict[str, Any]], bool]:
+    ) -> tuple[list[Mapping[str, Any]], bool]:
         direction, compare = ("ASC", ">") if order == "asc" else ("DESC", "<")
         where = "conversation_id = %s"
         params: list[Any] = [conversation_id]
@@ -152,14 +152,14 @@ class PostgresResponseStore:
         )
         return [row[0] for row in rows[:limit]], len(rows) > limit
 
-    async def all_items(self, conversation_id: str) -> list[dict[str, Any]]:
+    async def all_items(self, conversation_id: str) -> list[Mapping[str, Any]]:
         rows = await self._fetch(
             "SELECT item FROM lgos_conversation_items WHERE conversation_id = %s ORDER BY position",
             (conversation_id,),
         )
         return [row[0] for row in rows]
 
-    async def get_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+    async def get_item(self, conversation_id: str, item_id: str) -> Mapping[str, Any] | None:
         rows = await self._fetch(
             "SELECT item FROM lgos_conversation_items WHERE conversation_id = %s AND item_id = %s",
             (conversation_id, item_id),
