@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from lgos.core import safe_json
 from lgos.core.errors import ConfigurationError, InvalidRequestError
@@ -41,7 +41,7 @@ class ClientSettings(BaseModel):
             )
 
     @classmethod
-    def default_values(cls) -> dict[str, Any]:  # JSON values of the types the graph declares
+    def default_values(cls) -> dict[str, JsonValue]:
         return cls().model_dump(mode="json")
 
     @classmethod

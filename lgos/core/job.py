@@ -13,7 +13,7 @@ import time
 from typing import Any, Literal, cast
 
 from langchain_core.messages import AnyMessage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic_core import to_json
 
 from lgos.core.client_settings import ClientSettings
@@ -35,7 +35,7 @@ class JobEcho(_Frozen):
     model: str
     instructions: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
-    tools: list[dict[str, Any]] = Field(default_factory=list)  # client JSON, echoed as sent
+    tools: list[dict[str, JsonValue]] = Field(default_factory=list)  # as the client sent them
     tool_choice: Any = "auto"
     parallel_tool_calls: bool = True
     previous_response_id: str | None = None
@@ -57,7 +57,7 @@ class JobRequest(_Frozen):
     tools: list[ClientFunctionTool] = Field(default_factory=list)
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool = True
-    settings: dict[str, Any] | None = None  # JSON values of the graph's settings model
+    settings: dict[str, JsonValue] | None = None
 
     @classmethod
     def of(cls, request: GraphRequest) -> JobRequest:

@@ -38,6 +38,7 @@ from lgos.core.errors import (
     InvalidRequestError,
     RunFailedError,
 )
+from lgos.core.json_schema import JsonSchema
 from lgos.core.registry import CompiledGraph, GraphConfig
 from lgos.core.request import GraphRequest
 from lgos.core.run_events import Finished, Interrupted, RunEvent
@@ -216,7 +217,7 @@ def _resume_command(state: StateSnapshot, resume: Resume) -> Command[Any]:
     return Command(resume=values)
 
 
-def _schema_answer(output: str, schema: dict[str, Any], param: str) -> Any:
+def _schema_answer(output: str, schema: JsonSchema, param: str) -> Any:
     """A question with a response schema takes JSON that matches it, checked before the graph
     runs (LangGraph would check it inside the node, after the node's earlier code ran)."""
     try:

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag
 
 from lgos.core.capabilities import Demand
+from lgos.core.json_schema import JsonSchema
 from lgos.core.request import ClientFunctionTool, ToolChoice
 from lgos.wire import decoding, media, structured, tool_choice
 from lgos.wire.decoding import StrictBody
@@ -90,7 +91,7 @@ ChatMessageIn = Annotated[
 class FunctionDef(StrictBody):
     name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
     description: str | None = None
-    parameters: dict[str, Any] | None = None
+    parameters: JsonSchema | None = None
     strict: bool | None = None
 
 
@@ -117,22 +118,25 @@ class ChatBody(decoding.ApiBody):
     messages: list[ChatMessageIn] = Field(min_length=1)
     stream_options: ChatStreamOptions | None = None
     tools: list[ChatTool] | None = None
-    tool_choice: Literal["none", "auto", "required"] | NamedChoice | dict[str, Any] | None = None
+    # A choice object of another kind, which `_tool_choice` checks.
+    tool_choice: Literal["none", "auto", "required"] | NamedChoice | dict[str, JsonValue] | None = (
+        None
+    )
     n: int | None = None
     # Generation controls belong to the graph: only "unset" is accepted.
     max_tokens: int | None = None
     max_completion_tokens: int | None = None
-    logit_bias: dict[str, Any] | None = None
+    logit_bias: dict[str, JsonValue] | None = None
     logprobs: bool | None = None
     seed: int | None = None
     stop: str | list[str] | None = None
-    response_format: dict[str, Any] | None = None
+    response_format: dict[str, JsonValue] | None = None  # `structured.chat_format` checks it
     reasoning_effort: str | None = None
     modalities: list[str] | None = None
-    audio: dict[str, Any] | None = None
-    prediction: dict[str, Any] | None = None
+    audio: dict[str, JsonValue] | None = None
+    prediction: dict[str, JsonValue] | None = None
     verbosity: str | None = None
-    web_search_options: dict[str, Any] | None = None
+    web_search_options: dict[str, JsonValue] | None = None
     functions: list[Any] | None = None
     function_call: Any = None
 

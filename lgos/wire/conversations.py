@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from lgos.core.errors import InvalidRequestError
 from lgos.core.stored import StoredConversation
@@ -22,11 +22,11 @@ _TAGS = frozenset(
 
 class CreateBody(StrictBody):
     items: list[InputItem] | None = Field(default=None, max_length=MAX_ITEMS_PER_REQUEST)
-    metadata: dict[str, Any] | None = None  # client metadata: `check_metadata` reads it
+    metadata: dict[str, JsonValue] | None = None  # `check_metadata` checks it
 
 
 class UpdateBody(StrictBody):
-    metadata: dict[str, Any] | None  # client metadata: `check_metadata` reads it
+    metadata: dict[str, JsonValue] | None  # `check_metadata` checks it
 
 
 class ItemsBody(StrictBody):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from lgos.core import safe_json
 from lgos.core.capabilities import Demand, HostedToolDemand
@@ -38,7 +38,7 @@ class ApiBody(StrictBody):
 
     model: str = Field(min_length=1)
     stream: bool | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, JsonValue] | None = None  # `check_metadata` checks it
     user: str | None = None
     parallel_tool_calls: bool | None = None
     store: bool | None = None
@@ -73,7 +73,7 @@ class DecodedRequest(Generic[Body]):
     reasoning: Reasoning | None = None
     demands: tuple[Demand | HostedToolDemand, ...] = ()
     # Hosted tools (non-function `tools` entries) as sent, for graphs that run them.
-    hosted_tools: tuple[dict[str, Any], ...] = ()
+    hosted_tools: tuple[dict[str, Any], ...] = ()  # client JSON, read by the graphs that run them
 
     @property
     def stream(self) -> bool:
@@ -136,7 +136,7 @@ _UNION_LABELS = {
 }
 
 
-def parse_json_object(body: bytes) -> dict[str, Any]:
+def parse_json_object(body: bytes) -> dict[str, Any]:  # untrusted: a decoder validates it
     if not body:
         raise InvalidRequestError(
             "The request body is empty; send a JSON object.", code="invalid_json"
@@ -301,7 +301,7 @@ def unsupported_content(param: str, part_type: str) -> InvalidRequestError:
     )
 
 
-def parse_arguments(arguments: str, param: str) -> dict[str, Any]:
+def parse_arguments(arguments: str, param: str) -> dict[str, Any]:  # tool-call arguments
     try:
         value = safe_json.loads(arguments) if arguments else {}
     except safe_json.JSONLimitError as error:

@@ -13,10 +13,20 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    Tag,
+    TypeAdapter,
+    field_validator,
+)
 
 from lgos.core.capabilities import Demand, HostedToolDemand
 from lgos.core.errors import InvalidRequestError
+from lgos.core.json_schema import JsonSchema
 from lgos.core.request import (
     AllowedTools,
     ClientFunctionTool,
@@ -53,7 +63,7 @@ class InputText(StrictBody):
 class OutputText(StrictBody):
     type: Literal["output_text"]
     text: str
-    annotations: list[dict[str, Any]] | None = None
+    annotations: list[dict[str, JsonValue]] | None = None
     logprobs: list[Any] | None = None
     parsed: None = None
 
@@ -150,7 +160,7 @@ class FunctionTool(StrictBody):
     type: Literal["function"]
     name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
     description: str | None = None
-    parameters: dict[str, Any] | None = None
+    parameters: JsonSchema | None = None
     strict: bool | None = None
 
 
@@ -177,7 +187,7 @@ class NamedFunction(StrictBody):
 
 class TextConfig(StrictBody):
     # Checked by `structured.responses_format`, which names the exact field at fault.
-    format: dict[str, Any] | None = None
+    format: dict[str, JsonValue] | None = None
     verbosity: str | None = None
 
 
@@ -196,7 +206,10 @@ class ResponsesBody(ApiBody):
     background: bool | None = None
     previous_response_id: str | None = None
     tools: list[Tool] | None = None
-    tool_choice: Literal["none", "auto", "required"] | NamedFunction | dict[str, Any] | None = None
+    # A choice object of another kind, which `_tool_choice` checks.
+    tool_choice: (
+        Literal["none", "auto", "required"] | NamedFunction | dict[str, JsonValue] | None
+    ) = None
     text: TextConfig | None = None
     truncation: Literal["disabled", "auto"] | None = None
     include: list[str] | None = None
@@ -204,7 +217,7 @@ class ResponsesBody(ApiBody):
     # Generation controls: graphs own their model calls, so only "unset" is accepted.
     max_output_tokens: int | None = None
     max_tool_calls: int | None = None
-    reasoning: dict[str, Any] | None = None
+    reasoning: dict[str, JsonValue] | None = None  # `structured.reasoning_options` checks it
     conversation: str | ConversationRef | None = None
     prompt: Any = None
     prompt_cache_retention: str | None = None
@@ -288,8 +301,8 @@ class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
         _check_resume(decoded)
         return decoded
 
-    def echo_tools(self) -> list[dict[str, Any]]:
-        functions = [
+    def echo_tools(self) -> list[dict[str, JsonValue]]:
+        functions: list[dict[str, JsonValue]] = [
             {
                 "type": "function",
                 "name": tool.name,
@@ -415,7 +428,7 @@ def _function_index(body: ResponsesBody, position: int) -> int:
     return indexes[position]
 
 
-def _hosted_tools(body: ResponsesBody) -> tuple[dict[str, Any], ...]:
+def _hosted_tools(body: ResponsesBody) -> tuple[dict[str, Any], ...]:  # client JSON, as sent
     return tuple(
         tool.model_dump() for tool in body.tools or () if isinstance(tool, UnsupportedTool)
     )

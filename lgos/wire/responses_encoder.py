@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
+from pydantic import JsonValue
 
 from lgos.core.background import TERMINAL_STATUSES, ResponseStatus
 from lgos.core.request import Reasoning, ResponseFormat
@@ -75,7 +76,7 @@ class ResponseEcho:
     model: str
     instructions: str | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
-    tools: list[dict[str, Any]] = field(default_factory=list)  # client JSON, echoed as sent
+    tools: list[dict[str, JsonValue]] = field(default_factory=list)  # as the client sent them
     tool_choice: Any = "auto"  # client JSON: a mode, or a choice object of any tool type
     parallel_tool_calls: bool = True
     previous_response_id: str | None = None

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from lgos.core.capabilities import Demand
 from lgos.core.errors import InvalidRequestError
+from lgos.core.json_schema import JsonSchema
 from lgos.core.registry import GraphFeature
 from lgos.core.request import Reasoning, ResponseFormat
 from lgos.core.structured_output import check_schema
@@ -33,14 +34,14 @@ class _ResponsesSchemaFormat(StrictBody):
 
     type: Literal["json_schema"]
     name: str = _NAME
-    schema_: dict[str, Any] = Field(alias="schema")
+    schema_: JsonSchema = Field(alias="schema")
     strict: bool | None = None
     description: str | None = None
 
 
 class _ChatSchema(StrictBody):
     name: str = _NAME
-    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    schema_: JsonSchema | None = Field(default=None, alias="schema")
     strict: bool | None = None
     description: str | None = None
 
@@ -70,7 +71,7 @@ def _kind(data: Any, param: str) -> str:
     return str(kind)
 
 
-def _schema_checked(schema: dict[str, Any] | None, param: str) -> dict[str, Any] | None:
+def _schema_checked(schema: JsonSchema | None, param: str) -> JsonSchema | None:
     problem = None if schema is None else check_schema(schema)
     if problem is not None:
         raise InvalidRequestError(

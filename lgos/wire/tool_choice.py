@@ -19,7 +19,7 @@ class ToolRef(BaseModel):
     model_config = {"extra": "allow"}
     type: str
     name: str | None = None
-    function: dict[str, Any] | None = None
+    function: dict[str, Any] | None = None  # untrusted client JSON: only its `name` is read
 
 
 class AllowedToolsSpec(StrictBody):

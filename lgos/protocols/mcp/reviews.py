@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import jsonschema
 
+from lgos.core.json_schema import JsonSchema
 from lgos.core.run_events import PendingInterrupt
 from lgos.wire.interrupts import interrupt_call_id
 
@@ -30,13 +31,22 @@ class RefusedAnswerError(Exception):
     """The form came back filled in a way the question does not accept: ask again, saying why."""
 
 
+class QuestionText(TypedDict):
+    """A question as a tool result names it, for a client that cannot show its form."""
+
+    review_id: str
+    question: str
+    choices: NotRequired[list[str]]
+    answer_schema: NotRequired[JsonSchema]
+
+
 @dataclass(frozen=True, slots=True)
 class Question:
     """One pending question of a paused run, and the form that asks it."""
 
     review_id: str
     message: str
-    requested_schema: dict[str, Any]
+    requested_schema: JsonSchema
     # How the form's content becomes the answer: "fields" (the content as JSON), "answer"
     # (the one field), "choice_or_other" (the typed text, else the picked choice).
     mode: str
@@ -65,9 +75,9 @@ class Question:
             raise RefusedAnswerError("An answer is needed.")
         return value if isinstance(value, str) else json.dumps(value)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> QuestionText:
         """The question for a client that cannot show the form (a tool result)."""
-        described: dict[str, Any] = {"review_id": self.review_id, "question": self.message}
+        described: QuestionText = {"review_id": self.review_id, "question": self.message}
         if self.choices:
             described["choices"] = list(self.choices)
         if self.mode == "fields":
@@ -101,7 +111,7 @@ def question_for(run_id: str, pending: PendingInterrupt) -> Question:
             return Question(review_id, message, schema, "choice_or_other", choices)
         schema = {"type": "object", "properties": {ANSWER_FIELD: pick}, "required": [ANSWER_FIELD]}
         return Question(review_id, message, schema, "answer", choices)
-    field: dict[str, Any] = {"type": "string", "title": "Answer"}
+    field: JsonSchema = {"type": "string", "title": "Answer"}
     if pending.response_schema is not None:
         # Not a form (nested, or not an object): the answer is JSON matching it.
         field["description"] = "JSON matching: " + json.dumps(pending.response_schema)
@@ -122,14 +132,14 @@ def _message(value: Any) -> str:
     return "\n".join(lines)
 
 
-def _flat_form(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+def _flat_form(schema: JsonSchema | None) -> JsonSchema | None:
     """The response schema as a form, when every field is a primitive (what forms can show)."""
     if not schema or schema.get("type") != "object":
         return None
     properties = schema.get("properties")
     if not isinstance(properties, Mapping) or not properties:
         return None
-    form: dict[str, Any] = {}
+    form: dict[str, JsonSchema] = {}
     for name, field in properties.items():
         if not isinstance(field, Mapping) or field.get("type") not in _PRIMITIVE_TYPES:
             return None

@@ -86,7 +86,7 @@ class McpEndpoint:
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
         )
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {}  # StreamableHTTPSessionManager's keyword arguments
         if max_body_bytes is not None:
             options["max_request_body_size"] = max_body_bytes
         # No DNS-rebinding host check: LGOS is served behind gateways under any host name,

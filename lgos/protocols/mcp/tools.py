@@ -17,6 +17,7 @@ import jsonschema
 from langchain_core.messages import HumanMessage
 
 from lgos.core.errors import InvalidRequestError
+from lgos.core.json_schema import JsonSchema
 from lgos.core.registry import GraphConfig, GraphFeature
 from lgos.core.request import GraphRequest
 
@@ -29,17 +30,17 @@ ANSWER = "answer"
 MAX_INPUT_CHARS = 1_000_000
 
 
-def input_schema(config: GraphConfig) -> dict[str, Any]:
+def input_schema(config: GraphConfig) -> JsonSchema:
     """The tool's JSON Schema; `$defs` of the settings schema move to the root, where their
     `$ref`s point."""
-    properties: dict[str, Any] = {
+    properties: dict[str, JsonSchema] = {
         INPUT: {
             "type": "string",
             "description": "Your message to the graph (the user's turn).",
             "maxLength": MAX_INPUT_CHARS,
         }
     }
-    schema: dict[str, Any] = {
+    schema: JsonSchema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "properties": properties,
@@ -76,7 +77,9 @@ class ToolArguments:
 
 
 def decode_arguments(
-    model: str, config: GraphConfig, arguments: dict[str, Any] | None
+    model: str,
+    config: GraphConfig,
+    arguments: dict[str, Any] | None,  # tool-call arguments
 ) -> ToolArguments:
     """Check `arguments` against the tool's schema; a problem is an InvalidRequestError whose
     message names the argument."""

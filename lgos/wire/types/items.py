@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
+from pydantic import JsonValue
+
 from lgos.wire.types.responses import FunctionCallItem, MessagePhase, OutputItem
 
 
@@ -24,7 +26,7 @@ class StoredOutputText(TypedDict):
 
     type: Literal["output_text"]
     text: str
-    annotations: list[dict[str, Any]]  # client JSON: annotations of any kind, kept as sent
+    annotations: list[dict[str, JsonValue]]  # annotations of any kind, kept as the client sent them
 
 
 class RefusalPart(TypedDict):

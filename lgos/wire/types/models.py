@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
+
+from pydantic import JsonValue
 
 from lgos.core.json_schema import JsonSchema
 from lgos.core.registry import GraphFeature
@@ -10,7 +12,7 @@ from lgos.core.registry import GraphFeature
 
 class ClientSettingsInfo(TypedDict):
     json_schema: JsonSchema
-    defaults: dict[str, Any]  # the graph's settings values as JSON, of any type it declares
+    defaults: dict[str, JsonValue]  # the graph's settings values
 
 
 class LgosModelInfo(TypedDict):

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, cast
 
+from pydantic import JsonValue
+
 from lgos.core.background import ResponseStatus
+from lgos.core.json_schema import JsonSchema
 
 ItemStatus = Literal["in_progress", "completed", "incomplete"]
 # Which of a graph's messages an assistant message is: the answer, or what it said on the way.
@@ -104,7 +107,7 @@ class JsonObjectFormat(TypedDict):
 class JsonSchemaFormat(TypedDict):
     type: Literal["json_schema"]
     name: str | None
-    schema: dict[str, Any]  # the client's JSON Schema, echoed as it was validated
+    schema: JsonSchema  # the client's, echoed as it was checked
     strict: bool
     description: str | None
 
@@ -140,7 +143,7 @@ class ResponseObject(TypedDict):
     usage: ResponseUsage | None
     metadata: dict[str, str]
     # The request's tools and tool choice, echoed as the decoder accepted them (any tool type).
-    tools: list[dict[str, Any]]  # client JSON: function tools and hosted tools as sent
+    tools: list[dict[str, JsonValue]]  # function tools and hosted tools, as the client sent them
     tool_choice: Any  # client JSON: a mode string or a choice object of any tool type
     parallel_tool_calls: bool
     temperature: float
