@@ -118,10 +118,9 @@ class ChatBody(decoding.ApiBody):
     messages: list[ChatMessageIn] = Field(min_length=1)
     stream_options: ChatStreamOptions | None = None
     tools: list[ChatTool] | None = None
-    # A choice object of another kind, which `_tool_choice` checks.
-    tool_choice: Literal["none", "auto", "required"] | NamedChoice | dict[str, JsonValue] | None = (
-        None
-    )
+    # Another choice object: client JSON that `_tool_choice` checks. Any, not JsonValue: with
+    # JsonValue the union would take a named function's object as this member instead.
+    tool_choice: Literal["none", "auto", "required"] | NamedChoice | dict[str, Any] | None = None
     n: int | None = None
     # Generation controls belong to the graph: only "unset" is accepted.
     max_tokens: int | None = None

@@ -206,10 +206,8 @@ class ResponsesBody(ApiBody):
     background: bool | None = None
     previous_response_id: str | None = None
     tools: list[Tool] | None = None
-    # A choice object of another kind, which `_tool_choice` checks.
-    tool_choice: (
-        Literal["none", "auto", "required"] | NamedFunction | dict[str, JsonValue] | None
-    ) = None
+    # Another choice object: client JSON that `_tool_choice` checks (Any: see ChatBody's).
+    tool_choice: Literal["none", "auto", "required"] | NamedFunction | dict[str, Any] | None = None
     text: TextConfig | None = None
     truncation: Literal["disabled", "auto"] | None = None
     include: list[str] | None = None
