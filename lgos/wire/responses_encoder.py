@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from langchain_core.messages import AIMessage
 from pydantic import JsonValue
@@ -77,7 +77,7 @@ class ResponseEcho:
     instructions: str | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
     tools: list[dict[str, JsonValue]] = field(default_factory=list)  # as the client sent them
-    tool_choice: Any = "auto"  # client JSON: a mode, or a choice object of any tool type
+    tool_choice: str | dict[str, JsonValue] = "auto"  # a mode, or a choice object of any kind
     parallel_tool_calls: bool = True
     previous_response_id: str | None = None
     background: bool = False
@@ -600,6 +600,7 @@ def echo_format(response_format: ResponseFormat | None) -> TextFormat:
         return {"type": "text"}
     if response_format.type == "json_object":
         return {"type": "json_object"}
+    assert response_format.name is not None  # the decoders require a json_schema's name
     return {
         "type": "json_schema",
         "name": response_format.name,

@@ -106,7 +106,7 @@ class JsonObjectFormat(TypedDict):
 
 class JsonSchemaFormat(TypedDict):
     type: Literal["json_schema"]
-    name: str | None
+    name: str
     schema: JsonSchema  # the client's, echoed as it was checked
     strict: bool
     description: str | None
@@ -144,7 +144,7 @@ class ResponseObject(TypedDict):
     metadata: dict[str, str]
     # The request's tools and tool choice, echoed as the decoder accepted them (any tool type).
     tools: list[dict[str, JsonValue]]  # function tools and hosted tools, as the client sent them
-    tool_choice: Any  # client JSON: a mode string or a choice object of any tool type
+    tool_choice: str | dict[str, JsonValue]  # a mode, or a choice object of any tool type
     parallel_tool_calls: bool
     temperature: float
     top_p: float
