@@ -27,7 +27,7 @@ class LoggedResponse(Response):
     def __init__(
         self,
         response: Response,
-        fields: dict[str, Any],
+        fields: dict[str, Any],  # the request's log fields, values of any type
         *,
         method: str,
         route: str,

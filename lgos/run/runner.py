@@ -60,6 +60,7 @@ def runnable_config(
     checkpointing: Checkpointing | None,
     usage: UsageCollector | None = None,
 ) -> RunnableConfig:
+    # LangGraph's config payloads (`configurable`, `metadata`), values of any type.
     configurable: dict[str, Any] = {REQUEST_CONFIG_KEY: request}
     metadata: dict[str, Any] = {"lgos.model": request.model}
     if checkpointing is not None:

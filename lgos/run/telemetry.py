@@ -89,7 +89,7 @@ class Workflow:
 
     def __init__(self, model: str, conversation_id: str | None) -> None:
         instruments = _current_instruments()
-        attributes: dict[str, Any] = {
+        attributes: dict[str, Any] = {  # span attributes, as OpenTelemetry takes them
             "gen_ai.operation.name": "invoke_workflow",
             "gen_ai.workflow.name": model,
         }

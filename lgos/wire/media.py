@@ -130,7 +130,7 @@ def check_count(demands: Iterable[Demand]) -> None:
         )
 
 
-def block(part: MediaPart, param: str) -> dict[str, Any]:
+def block(part: MediaPart, param: str) -> dict[str, Any]:  # a LangChain content block
     """The LangChain standard content block for one part (checked; `param` names it)."""
     if isinstance(part, InputImage):
         if part.file_id is not None or part.image_url is None:
@@ -152,7 +152,7 @@ def _no_file_ids(param: str) -> InvalidRequestError:
     )
 
 
-def _image(url: str, detail: str | None, param: str) -> dict[str, Any]:
+def _image(url: str, detail: str | None, param: str) -> dict[str, Any]:  # LangChain block
     extras = {"detail": detail} if detail else {}
     if url.startswith("data:"):
         mime, data = _data_url(url, param)
@@ -182,7 +182,7 @@ def _file(
     file_id: str | None,
     filename: str | None,
     param: str,
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # a LangChain content block
     extras = {"filename": filename} if filename else {}
     given = [name for name, value in (("file_data", file_data), ("file_url", file_url)) if value]
     if file_id is not None and not given:
