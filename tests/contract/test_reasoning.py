@@ -113,7 +113,8 @@ async def test_replayed_reasoning_reaches_the_graph_on_its_ai_message(
         reasoning=SUMMARY_ASKED,
     )
     reasoning, call = first.output
-    assert reasoning.type == "reasoning" and call.type == "function_call"
+    assert reasoning.type == "reasoning"
+    assert call.type == "function_call"
     items = [
         {"role": "user", "content": "weather?"},
         *(item.model_dump(exclude_unset=True) for item in first.output),
