@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    field_validator,
+)
 
 from lgos.core.capabilities import Demand, HostedToolDemand
 from lgos.core.errors import InvalidRequestError
@@ -103,6 +112,9 @@ class FunctionCallItem(StrictBody):
     status: str | None = None
     namespace: None = None
     caller: None = None
+    # LiteLLM re-serialises function_call output items with `"async": null`; the strict SDK
+    # then holds it as `async_`, and the Agents SDK replays it under that field name.
+    async_: None = Field(default=None, validation_alias=AliasChoices("async", "async_"))
 
 
 class FunctionCallOutputItem(StrictBody):
