@@ -128,6 +128,9 @@ class ChatBody(decoding.ApiBody):
     stop: str | list[str] | None = None
     response_format: dict[str, Any] | None = None
     reasoning_effort: str | None = None
+    # Not in OpenAI's Chat API, but sent by clients written for providers that take it
+    # (OpenRouter, llm-comply's reasoning test): the Responses object, effort and summary.
+    reasoning: dict[str, Any] | None = None
     modalities: list[str] | None = None
     audio: dict[str, Any] | None = None
     prediction: dict[str, Any] | None = None
@@ -183,7 +186,9 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
     tools = _tools(body)
     messages, answers = _messages(body)
     response_format = structured.chat_format(body.response_format)
-    reasoning, reasoning_demands = structured.reasoning_options(None, body.reasoning_effort)
+    reasoning, reasoning_demands = structured.reasoning_options(
+        body.reasoning, body.reasoning_effort
+    )
     return DecodedChatRequest(
         body=body,
         messages=messages,

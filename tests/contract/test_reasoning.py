@@ -170,3 +170,24 @@ async def test_a_malformed_reasoning_item_is_a_400_naming_the_field(client: Asyn
             input=[{"role": "user", "content": "hi"}, bad],  # type: ignore[list-item]
         )
     assert caught.value.param == "input[1].summary[0].type"
+
+
+async def test_chat_takes_the_reasoning_object_too(client: AsyncOpenAI) -> None:
+    """Clients written for providers that take Responses' `reasoning` object in Chat requests
+    (llm-comply's reasoning test sends it beside `reasoning_effort`) reach the graph too."""
+
+    async def reasoning_tokens(**options: Any) -> int:
+        completion = await client.chat.completions.create(
+            model="everything-agent",
+            messages=[{"role": "user", "content": "Hello"}],
+            **options,
+        )
+        assert completion.usage is not None
+        assert completion.usage.completion_tokens_details is not None
+        return completion.usage.completion_tokens_details.reasoning_tokens or 0
+
+    plain = await reasoning_tokens()
+    # The fake's reasoning gains "Effort: low." (two tokens) when the effort reaches it.
+    assert await reasoning_tokens(extra_body={"reasoning": {"effort": "low"}}) == plain + 2
+    both = {"reasoning_effort": "low", "extra_body": {"reasoning": {"summary": "auto"}}}
+    assert await reasoning_tokens(**both) == plain + 2
