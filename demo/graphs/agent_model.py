@@ -142,7 +142,7 @@ class Plan:
         self.tool_choice = options.get("tool_choice") or "auto"
         self.parallel = options.get("parallel_tool_calls") is not False
         self.response_format = options.get("response_format")
-        self.effort = options.get("reasoning_effort")
+        self.effort = (options.get("reasoning") or {}).get("effort")
         self.question = _last_human_text(messages)
         self.results = _trailing_tool_results(messages)
 
