@@ -24,13 +24,15 @@ from lgos import AllowedTools, GraphRequest, HostedToolChoice, NamedToolChoice, 
 
 
 def langchain_tool_choice(request: GraphRequest) -> Any:
-    """The request's `tool_choice` in the Chat Completions form `bind_tools` takes."""
+    """The request's `tool_choice` in a form `bind_tools` takes: a named function in the Chat
+    Completions form (`ChatOpenAI` converts it), `allowed_tools` in the Responses form, which
+    `ChatOpenAI` sends on unchanged."""
     choice = request.tool_choice
     if isinstance(choice, NamedToolChoice):
         return {"type": "function", "function": {"name": choice.name}}
     if isinstance(choice, AllowedTools):
-        functions = [{"type": "function", "function": {"name": name}} for name in choice.names]
-        return {"type": "allowed_tools", "allowed_tools": {"mode": choice.mode, "tools": functions}}
+        functions = [{"type": "function", "name": name} for name in choice.names]
+        return {"type": "allowed_tools", "mode": choice.mode, "tools": functions}
     if isinstance(choice, HostedToolChoice):
         return "auto"  # this graph runs no hosted tools, so none can be chosen
     return choice

@@ -156,3 +156,28 @@ async def test_images_and_files_reach_the_far_model_as_content_blocks(
     assert document["mime_type"] == "application/pdf"
     assert document["base64_length"] == len(base64.b64encode(PDF))
     assert document["extras"] == {"filename": "report.pdf"}
+
+
+@pytest.mark.parametrize(
+    ("tool_choice", "received"),
+    [
+        ("required", "'required'"),
+        ("none", "'none'"),
+        (
+            {
+                "type": "allowed_tools",
+                "mode": "required",
+                "tools": [{"type": "function", "name": "get_time"}],
+            },
+            "AllowedTools(mode='required', names=('get_time',))",
+        ),
+    ],
+    ids=["required", "none", "allowed_tools"],
+)
+async def test_every_tool_choice_reaches_the_far_model(
+    agent_server: Process, tool_choice: Any, received: str
+) -> None:
+    report = await _far_report(
+        agent_server, False, input="Hi", tools=[WEATHER, TIME], tool_choice=tool_choice
+    )
+    assert report["tool_choice"] == received
