@@ -13,8 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    ModelSettings,
+    OpenAIResponsesModel,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
 from openai import AsyncOpenAI
+from openai.types.shared import Reasoning
 from pydantic import BaseModel
 
 from .targets import Target
@@ -148,6 +156,7 @@ async def test_an_agents_sdk_agent_with_a_tool_and_an_output_type(
         model=OpenAIResponsesModel(MODEL, client),
         tools=[get_weather],
         output_type=Forecast,
+        model_settings=ModelSettings(reasoning=Reasoning(effort="low", summary="auto")),
     )
     async with client:
         if streamed:
@@ -161,3 +170,14 @@ async def test_an_agents_sdk_agent_with_a_tool_and_an_output_type(
     assert result.final_output == Forecast(
         city="Paris", summary=f"Tool results: Sunny in Paris. You asked: {question}"
     )
+    # The second turn's graph saw the first turn's reasoning, replayed by the SDK.
+    thoughts = [
+        part.text
+        for item in result.new_items
+        if item.type == "reasoning_item"
+        for part in item.raw_item.summary
+    ]
+    assert thoughts == [
+        "The question needs get_weather, so I call it first. Effort: low.",
+        "I have 1 tool result(s) to answer from, after 1 earlier reasoning item(s). Effort: low.",
+    ]

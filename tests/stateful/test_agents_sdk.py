@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from agents import (
     Agent,
+    ModelSettings,
     OpenAIResponsesModel,
     ReasoningItem,
     Runner,
@@ -18,6 +19,7 @@ from agents import (
     function_tool,
     set_tracing_disabled,
 )
+from openai.types.shared import Reasoning
 from pydantic import BaseModel
 
 from tests.stateful.servers import LgosServer, start_lgos
@@ -91,6 +93,7 @@ async def test_an_agent_with_a_function_tool_answers_in_its_output_type(
             model=OpenAIResponsesModel("everything-agent", client),
             tools=[get_weather],
             output_type=Forecast,
+            model_settings=ModelSettings(reasoning=Reasoning(effort="low", summary="auto")),
         )
         if streamed:
             running = Runner.run_streamed(agent, question)
@@ -103,6 +106,17 @@ async def test_an_agent_with_a_function_tool_answers_in_its_output_type(
     assert result.final_output == Forecast(
         city="Paris", summary=f"Tool results: Sunny in Paris. You asked: {question}"
     )
+    # The second turn's graph saw the first turn's reasoning, replayed by the SDK.
+    thoughts = [
+        part.text
+        for item in result.new_items
+        if item.type == "reasoning_item"
+        for part in item.raw_item.summary
+    ]
+    assert thoughts == [
+        "The question needs get_weather, so I call it first. Effort: low.",
+        "I have 1 tool result(s) to answer from, after 1 earlier reasoning item(s). Effort: low.",
+    ]
     kinds = [type(item) for item in result.new_items]
     assert kinds[:2] == [ReasoningItem, ToolCallItem]
     assert len(result.raw_responses) == 2  # the tool turn, then the answer
