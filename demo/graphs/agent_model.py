@@ -142,9 +142,14 @@ class Plan:
         self.tool_choice = options.get("tool_choice") or "auto"
         self.parallel = options.get("parallel_tool_calls") is not False
         self.response_format = options.get("response_format")
-        self.effort = options.get("reasoning_effort")
+        self.effort = (options.get("reasoning") or {}).get("effort")
         self.question = _last_human_text(messages)
         self.results = _trailing_tool_results(messages)
+        self.replayed_reasoning = sum(
+            any(block["type"] == "reasoning" for block in message.content_blocks)
+            for message in messages
+            if message.type == "ai"
+        )
 
     def tool_calls(self) -> list[Any]:
         """Calls for the tools the choice allows, unless this turn already has their results."""
@@ -196,7 +201,10 @@ class Plan:
             names = ", ".join(call["name"] for call in calls)
             return f"The question needs {names}, so I call it first.{effort}"
         if self.results:
-            return f"I have {len(self.results)} tool result(s) to answer from.{effort}"
+            after = ""
+            if self.replayed_reasoning:
+                after = f", after {self.replayed_reasoning} earlier reasoning item(s)"
+            return f"I have {len(self.results)} tool result(s) to answer from{after}.{effort}"
         return f"I read the question and answer it directly.{effort}"
 
     def description(self) -> str:

@@ -95,8 +95,13 @@ def render(models: list[tuple[str, dict[str, object]]]) -> str:
             "    model_info:",
             # Stable deployment id: LiteLLM embeds it in every Response id it returns.
             f"      id: lgos-{model_id}",
-            f"      lgos: {json.dumps(meta, sort_keys=True)}",
         ]
+        if "reasoning" in (meta.get("features") or ()):  # type: ignore[operator]
+            # LiteLLM refuses `reasoning.effort` on /v1/responses for a model whose
+            # model_info does not say it reasons (OpenAIResponsesAPIConfig
+            # .map_openai_params_for_deployment, litellm 1.110): say so for graphs that do.
+            lines.append("      supports_reasoning: true")
+        lines.append(f"      lgos: {json.dumps(meta, sort_keys=True)}")
     lines.append(END)
     return "\n".join(lines)
 

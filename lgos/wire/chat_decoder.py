@@ -131,6 +131,9 @@ class ChatBody(decoding.ApiBody):
     stop: str | list[str] | None = None
     response_format: dict[str, JsonValue] | None = None  # `structured.chat_format` checks it
     reasoning_effort: str | None = None
+    # Not in OpenAI's Chat API, but sent by clients written for providers that take it
+    # (OpenRouter, llm-comply's reasoning test): the Responses object, effort and summary.
+    reasoning: dict[str, JsonValue] | None = None
     modalities: list[str] | None = None
     audio: dict[str, JsonValue] | None = None
     prediction: dict[str, JsonValue] | None = None
@@ -186,7 +189,9 @@ def decode(data: Mapping[str, Any]) -> DecodedChatRequest:
     tools = _tools(body)
     messages, answers = _messages(body)
     response_format = structured.chat_format(body.response_format)
-    reasoning, reasoning_demands = structured.reasoning_options(None, body.reasoning_effort)
+    reasoning, reasoning_demands = structured.reasoning_options(
+        body.reasoning, body.reasoning_effort
+    )
     return DecodedChatRequest(
         body=body,
         messages=messages,

@@ -343,8 +343,10 @@ def tool_output(
     return ToolMessage(content=content, tool_call_id=call_id)
 
 
-def assistant_with_calls(text: str, calls: list[ToolCall]) -> AIMessage:
-    return AIMessage(content=text, tool_calls=calls)
+def assistant_with_calls(content: str | list[Any], calls: list[ToolCall]) -> AIMessage:
+    """The AI message that made `calls`; `content` is its text, or its content blocks (the
+    reasoning before the calls)."""
+    return AIMessage(content=content or "", tool_calls=calls)
 
 
 def checked_tools(

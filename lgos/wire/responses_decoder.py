@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -113,6 +114,9 @@ class FunctionCallItem(StrictBody):
     status: str | None = None
     namespace: None = None
     caller: None = None
+    # LiteLLM re-serialises function_call output items with `"async": null`; the strict SDK
+    # then holds it as `async_`, and the Agents SDK replays it under that field name.
+    async_: None = Field(default=None, validation_alias=AliasChoices("async", "async_"))
 
 
 class FunctionCallOutputItem(StrictBody):
@@ -123,11 +127,44 @@ class FunctionCallOutputItem(StrictBody):
     status: str | None = None
 
 
-class ReasoningItem(BaseModel):
-    """Replayed reasoning: this server never emits it, and it carries nothing a graph uses."""
+class SummaryText(StrictBody):
+    type: Literal["summary_text"]
+    text: str
 
-    model_config = ConfigDict(extra="allow")
+
+class ReasoningText(StrictBody):
+    type: Literal["reasoning_text"]
+    text: str
+
+
+class ReasoningItem(StrictBody):
+    """Reasoning the client sends back from an earlier turn (the Agents SDK replays every
+    item it was given). The graph receives it on the AI message it preceded."""
+
     type: Literal["reasoning"]
+    id: str | None = None
+    summary: list[SummaryText] = Field(default_factory=list)
+    content: list[ReasoningText] | None = None
+    encrypted_content: str | None = None
+    status: str | None = None
+
+    def blocks(self) -> list[dict[str, Any]]:
+        """LangChain reasoning blocks, one per summary part, shaped as `ChatOpenAI` reads them
+        back into a Responses reasoning item (so a graph that forwards the message to OpenAI
+        replays the item whole)."""
+        common: dict[str, Any] = {"type": "reasoning"}
+        if self.id is not None:
+            common["id"] = self.id
+        extras: dict[str, Any] = {}
+        if self.encrypted_content is not None:
+            extras["encrypted_content"] = self.encrypted_content
+        if self.content is not None:
+            extras["content"] = [part.model_dump() for part in self.content]
+        if extras:
+            common["extras"] = extras
+        if not self.summary:
+            return [common]
+        return [{**common, "reasoning": part.text} for part in self.summary]
 
 
 class UnsupportedItem(BaseModel):
@@ -589,10 +626,19 @@ def _item_messages(items: list[Any], *, offset: int, first_message: int) -> list
     """
     messages: list[BaseMessage] = []
     pending_calls: list[Any] = []
+    # Reasoning blocks waiting for the AI message their items preceded.
+    reasoning: list[str | dict[str, Any]] = []
     calls_by_id: dict[str, str] = {}
     answered: set[str] = set()
     for index, item in enumerate(items):
         param = f"input[{index - offset}]"
+        if isinstance(item, ReasoningItem):
+            if pending_calls:  # reasoning starts the next turn
+                messages.append(assistant_with_calls(reasoning, pending_calls))
+                pending_calls, reasoning = [], []
+            if index >= first_message:
+                reasoning.extend(item.blocks())
+            continue
         if isinstance(item, FunctionCallItem):
             if item.call_id in calls_by_id:
                 raise InvalidRequestError(
@@ -607,17 +653,25 @@ def _item_messages(items: list[Any], *, offset: int, first_message: int) -> list
                 )
             continue
         if pending_calls:
-            messages.append(assistant_with_calls("", pending_calls))
-            pending_calls = []
+            messages.append(assistant_with_calls(reasoning, pending_calls))
+            pending_calls, reasoning = [], []
         if index < first_message:
             if isinstance(item, FunctionCallOutputItem):
                 answered.add(item.call_id)
             continue
+        if isinstance(item, MessageItem) and item.role == "assistant":
+            text = _text_of(item.content, f"{param}.content")
+            messages.append(AIMessage(content=_with_reasoning(reasoning, text)))
+            reasoning = []
+            continue
+        if reasoning:  # reasoning that led to no answer of its own
+            messages.append(AIMessage(content=reasoning))
+            reasoning = []
         message = _item_message(item, param, calls_by_id, answered)
         if message is not None:
             messages.append(message)
-    if pending_calls:
-        messages.append(assistant_with_calls("", pending_calls))
+    if pending_calls or reasoning:
+        messages.append(assistant_with_calls(reasoning, pending_calls))
     unanswered = sorted(set(calls_by_id) - answered)
     if unanswered:
         raise InvalidRequestError(
@@ -635,8 +689,6 @@ def _item_message(
     """The message for one input item that is not a function_call (None: nothing to say)."""
     if isinstance(item, MessageItem):
         text = _text_of(item.content, f"{param}.content", allow_media=item.role == "user")
-        if item.role == "assistant":
-            return AIMessage(content=text)
         if item.role == "user":
             return HumanMessage(content=_user_content(item.content, text, param))
         return SystemMessage(content=text)
@@ -649,13 +701,18 @@ def _item_message(
             param=f"{param}.call_id",
             problem="no earlier function_call with this call id, or it was answered already.",
         )
-    if isinstance(item, ReasoningItem):
-        return None
     raise InvalidRequestError(
         f"Invalid '{param}.type': '{item.type}' items are not supported.",
         param=f"{param}.type",
         code="unsupported_value",
     )
+
+
+def _with_reasoning(reasoning: list[str | dict[str, Any]], text: str) -> str | list[Any]:
+    """An AI message's content: its text, after the reasoning that led to it."""
+    if not reasoning:
+        return text
+    return [*reasoning, {"type": "text", "text": text}] if text else reasoning
 
 
 def _output_text(item: FunctionCallOutputItem) -> str:

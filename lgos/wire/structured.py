@@ -130,12 +130,14 @@ class _ReasoningOptions(StrictBody):
 
 
 def reasoning_options(data: Any, effort: Any = None) -> tuple[Reasoning | None, tuple[Demand, ...]]:
-    """Responses `reasoning` (`data`) or Chat `reasoning_effort` (`effort`)."""
+    """The `reasoning` object (`data`; Responses, and Chat for clients that send it there),
+    Chat's `reasoning_effort` (`effort`), or both when they agree."""
+    if data is None and effort is None:
+        return None, ()
+    parsed = _ReasoningOptions()
     if data is not None:
-        parsed: _ReasoningOptions = _validated(_ReasoningOptions, data, "reasoning")
-        options = Reasoning(parsed.effort, parsed.summary or parsed.generate_summary)
-        param = "reasoning"
-    elif effort is not None:
+        parsed = _validated(_ReasoningOptions, data, "reasoning")
+    if effort is not None:
         allowed = ("none", "minimal", "low", "medium", "high", "xhigh")
         if effort not in allowed:
             raise InvalidRequestError(
@@ -143,9 +145,14 @@ def reasoning_options(data: Any, effort: Any = None) -> tuple[Reasoning | None, 
                 param="reasoning_effort",
                 code="invalid_value",
             )
-        options, param = Reasoning(str(effort)), "reasoning_effort"
-    else:
-        return None, ()
+        if parsed.effort not in (None, effort):
+            raise InvalidRequestError(
+                "Invalid 'reasoning.effort': it differs from 'reasoning_effort'; send one.",
+                param="reasoning.effort",
+                code="invalid_value",
+            )
+    options = Reasoning(effort or parsed.effort, parsed.summary or parsed.generate_summary)
+    param = "reasoning" if data is not None else "reasoning_effort"
     return options, (Demand(GraphFeature.REASONING, param, "reasoning options"),)
 
 

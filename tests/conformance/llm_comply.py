@@ -7,6 +7,7 @@ from a fresh run. The tool is run as a user runs it: its own CLI, over HTTP, aga
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -16,12 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from tests.conformance.compatcanary import PACKAGE, PROFILES, Scan, scan
+from tests.conformance.registry import AGENT_MODEL, REASONING_ALIAS
 from tests.support.processes import REPO, Process, clean_environment, serving
 
 LLM_COMPLY = str(Path(sys.executable).parent / "llm-comply")
 MODEL = "simple-graph"
-# The demo graph that takes everything a client sends (tools, images, schemas).
-AGENT_MODEL = "everything-agent"
+# The demo registry with everything-agent also served under an id llm-comply runs its reasoning
+# tests for (see tests/conformance/registry.py).
+REGISTRY = "tests.conformance.registry:create_registry"
+# Tests llm-comply runs only for ids named like a reasoning model: on the agent graph they run
+# against REASONING_ALIAS.
+REASONING_TESTS = {"open-responses": "reasoning-summary", "openai-chat": "chat-reasoning-summary"}
 FORMATS = {"open-responses": "Responses API", "openai-chat": "Chat Completions"}
 PAGE = REPO / "docs" / "conformance.md"
 RUN_TIMEOUT = 300
@@ -38,12 +44,13 @@ NOT_APPLICABLE = {
     "not named like a reasoning model",
     "chat-reasoning-summary": "as reasoning-summary",
 }
-# What the agent graph cannot show: only the reasoning tests, which llm-comply runs only for
-# model ids named like OpenAI's reasoning models.
-AGENT_NOT_APPLICABLE = {
-    "reasoning-summary": "llm-comply skips it unless the model id names an o-series or gpt-5 model",
-    "chat-reasoning-summary": "as reasoning-summary",
-}
+# The agent graph shows every test.
+AGENT_NOT_APPLICABLE: dict[str, str] = {}
+# Notes on passing tests, by test id.
+ALIASED = (
+    f"run against the same graph served as `{REASONING_ALIAS}`: llm-comply skips this test "
+    "for model ids without o1, o3, o4, gpt-5 or deepseek-r"
+)
 # Passing tests whose warnings are expected, by test id.
 ADVISORY = {
     "compact-response": "LGOS serves no /responses/compact; the test accepts the 404 and warns",
@@ -69,8 +76,12 @@ def not_applicable(model: str) -> dict[str, str]:
     return AGENT_NOT_APPLICABLE if model == AGENT_MODEL else NOT_APPLICABLE
 
 
-def run_format(base_url: str, api_format: str, model: str = MODEL) -> list[Outcome]:
+def run_format(
+    base_url: str, api_format: str, model: str = MODEL, only: str | None = None
+) -> list[Outcome]:
     command = [LLM_COMPLY, "--format", api_format, "-u", base_url + "/v1", "-k", "unused"]
+    if only is not None:
+        command += ["--filter", only]
     result = subprocess.run(
         [*command, "-m", model, "--json", "--timeout", "60"],
         capture_output=True,
@@ -97,18 +108,31 @@ def run_format(base_url: str, api_format: str, model: str = MODEL) -> list[Outco
 
 def serve_demo() -> Any:
     """`lgos serve` on the demo registry (default embedded resources), on a free port."""
-    return serving(["demo.registry:create_registry", "--port", "0"], clean_environment())
+    return serving([REGISTRY, "--port", "0"], clean_environment())
 
 
 Results = dict[str, dict[str, list[Outcome]]]  # model → format → outcomes
 
 
+def run_agent_format(base_url: str, api_format: str) -> list[Outcome]:
+    """Every test on the agent graph, its reasoning test run under REASONING_ALIAS."""
+    reasoning_test = REASONING_TESTS[api_format]
+    aliased = {
+        outcome.test_id: dataclasses.replace(outcome, model=AGENT_MODEL)
+        for outcome in run_format(base_url, api_format, REASONING_ALIAS, only=reasoning_test)
+    }
+    return [
+        aliased.get(outcome.test_id, outcome)
+        for outcome in run_format(base_url, api_format, AGENT_MODEL)
+    ]
+
+
 def run_all(server: Process) -> Results:
     return {
-        model: {
-            api_format: run_format(server.base_url, api_format, model) for api_format in FORMATS
-        }
-        for model in (MODEL, AGENT_MODEL)
+        MODEL: {api_format: run_format(server.base_url, api_format) for api_format in FORMATS},
+        AGENT_MODEL: {
+            api_format: run_agent_format(server.base_url, api_format) for api_format in FORMATS
+        },
     }
 
 
@@ -145,6 +169,19 @@ def render(results: Results, scans: list[Scan]) -> str:
         "The tests fail when a check that applies fails, and when this page no longer matches",
         "a fresh run. Tests that a graph cannot show are listed with the reason; they are not",
         "counted as failures, and they are not claimed as passes either.",
+        "",
+        "llm-comply runs its reasoning tests only for a model id containing `o1`, `o3`, `o4`,",
+        "`gpt-5` or `deepseek-r` (the tests' `skip_reason`, in",
+        "`llm_comply/tests/open_responses.py` and `openai_chat.py`, the same in every published",
+        f"version that has them, 0.4.0 to 0.5.0), so on `{AGENT_MODEL}` those two run against",
+        f"the same graph served under a second id, `{REASONING_ALIAS}`",
+        "(`tests/conformance/registry.py`). Its Chat test sends the",
+        "Responses `reasoning` object in a Chat request, which OpenAI's Chat API does not define;",
+        "LGOS takes it there as well, beside `reasoning_effort`. llm-comply's map of stream",
+        "events to schemas (`SSE_EVENT_TO_SCHEMA` in `llm_comply/schema.py`) names",
+        "`response.reasoning_summary.delta` and `.done`, where OpenAI and Open Responses send",
+        "`response.reasoning_summary_text.delta` and `.done` (as LGOS does); none of its streamed",
+        "tests asks for a summary, so no run meets those events.",
         "",
         "## CompatCanary",
         "",
@@ -199,6 +236,8 @@ def _format_table(outcomes: list[Outcome], api_format: str, title: str, model: s
         else:
             result = outcome.status
             note = "; ".join(outcome.errors) or ADVISORY.get(outcome.test_id, "")
+            if model == AGENT_MODEL and outcome.test_id in REASONING_TESTS.values():
+                note = "; ".join(filter(None, (note, ALIASED)))
         lines.append(f"| `{outcome.test_id}` | {_cell(outcome.name)} | {result} | {_cell(note)} |")
     lines.append("")
     return lines

@@ -50,7 +50,7 @@ def scans(server: Process) -> list[Scan]:
 
 @pytest.mark.parametrize(
     ("model", "excused", "at_least"),
-    [(MODEL, NOT_APPLICABLE, 16), (AGENT_MODEL, AGENT_NOT_APPLICABLE, 20)],
+    [(MODEL, NOT_APPLICABLE, 16), (AGENT_MODEL, AGENT_NOT_APPLICABLE, 22)],
 )
 def test_every_applicable_test_passes(
     results: Results, model: str, excused: dict[str, str], at_least: int
@@ -67,14 +67,15 @@ def test_every_applicable_test_passes(
     assert sum(outcome.applicable for outcome in outcomes) >= at_least
 
 
-def test_the_agent_graph_shows_tools_and_images(results: Results) -> None:
+def test_the_agent_graph_shows_tools_images_and_reasoning(results: Results) -> None:
     passed = {
         outcome.test_id
         for by_format in results[AGENT_MODEL].values()
         for outcome in by_format
         if outcome.status == "passed"
     }
-    assert {"tool-calling", "chat-tool-calling", "image-input", "chat-image-input"} <= passed
+    shown = {"tool-calling", "image-input", "reasoning-summary"}
+    assert shown | {f"chat-{test_id}" for test_id in shown} <= passed
 
 
 def test_compatcanary_scores_100_in_both_profiles(scans: list[Scan]) -> None:

@@ -145,6 +145,20 @@ CASES: list[tuple[str, Any, int, str | None, str | None]] = [
         "invalid_value",
     ),
     (
+        "/v1/chat/completions",
+        {**OK_CHAT, "reasoning": {"summary": "auto"}},
+        400,
+        "reasoning",
+        "unsupported_parameter",
+    ),
+    (
+        "/v1/chat/completions",
+        {**AGENT_CHAT, "reasoning_effort": "low", "reasoning": {"effort": "high"}},
+        400,
+        "reasoning.effort",
+        "invalid_value",
+    ),
+    (
         "/v1/responses",
         {**OK_INPUT, "include": ["reasoning.encrypted_content", "message.output_text.logprobs"]},
         400,

@@ -105,6 +105,39 @@ async def test_tool_output_comes_back_into_the_answer(client: AsyncOpenAI) -> No
     assert second.output_text.startswith("Tool results: Sunny, 21 C.")
 
 
+@pytest.mark.parametrize("field", ["async", "async_"])
+async def test_a_replayed_call_may_carry_a_null_async_field(
+    http: httpx2.AsyncClient, field: str
+) -> None:
+    """LiteLLM adds `"async": null` to the function calls it relays; the Agents SDK sends it
+    back as `async_` (the SDK type's field name). Null is accepted, any value is refused."""
+
+    async def post(value: Any) -> httpx2.Response:
+        call = {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": "{}",
+            field: value,
+        }
+        return await http.post(
+            "/v1/responses",
+            json={
+                "model": "everything-agent",
+                "input": [
+                    {"role": "user", "content": QUESTION},
+                    call,
+                    {"type": "function_call_output", "call_id": "call_1", "output": "Sunny"},
+                ],
+            },
+        )
+
+    assert (await post(None)).status_code == 200
+    refused = await post(True)
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == f"input[1].{field}"
+
+
 async def test_chat_tool_choice_forms(client: AsyncOpenAI) -> None:
     async def names(**options: Any) -> list[str]:
         completion = await client.chat.completions.create(

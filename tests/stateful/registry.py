@@ -4,6 +4,8 @@
 - `counter`: keeps its thread (GraphFeature.THREADS); its own state counts the turns, so an
   answer `turn 3` proves the thread was reused, and `saw` shows only the new input arrived.
 - `approval`: pauses for review, then answers with what it was sent.
+- `everything-agent`: the demo's agent (client tools, JSON schema answers, reasoning), for the
+  Agents SDK's agents with tools and an `output_type`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
+from demo.graphs.everything import everything_agent_graph
+from demo.registry import EVERYTHING
 from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 
@@ -79,6 +83,11 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 graph=approval_graph(resources.checkpointer),
                 description="Asks before answering",
                 features={GraphFeature.INTERRUPTS, background},
+            ),
+            "everything-agent": GraphConfig(
+                graph=everything_agent_graph(),
+                description="Takes everything a client sends",
+                features=EVERYTHING,
             ),
         },
         run_coordinator=resources.run_coordinator,

@@ -104,6 +104,23 @@ def request_report_graph() -> Pregel:
     return single_node(node)
 
 
+def message_report_graph() -> Pregel:
+    """Answers with the messages it received, content blocks and tool calls as they came."""
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        report = [
+            {
+                "type": message.type,
+                "content": message.content,
+                "tool_calls": [call["id"] for call in getattr(message, "tool_calls", ())],
+            }
+            for message in state["messages"]
+        ]
+        return {"messages": [AIMessage(content=json.dumps(report))]}
+
+    return single_node(node)
+
+
 def schema_breaker_graph() -> Pregel:
     """Declares structured output but answers `{"city": 42}` whatever the schema says."""
 
@@ -347,6 +364,9 @@ def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
                 graph=request_report_graph(),
                 description="Reports what reached get_request()",
                 hosted_tools=frozenset({"file_search", "mcp"}),
+            ),
+            "message-report": GraphConfig(
+                graph=message_report_graph(), description="Reports the messages it received"
             ),
             "schema-breaker": GraphConfig(
                 graph=schema_breaker_graph(),
