@@ -10,6 +10,7 @@ after the API decodes or prepares the request again.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from langchain_core.messages import AnyMessage
@@ -17,7 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic_core import to_json
 
 from lgos.core.client_settings import ClientSettings
-from lgos.core.request import ClientFunctionTool, GraphRequest, ToolChoice
+from lgos.core.request import (
+    ClientFunctionTool,
+    GraphRequest,
+    Reasoning,
+    ResponseFormat,
+    ToolChoice,
+)
 
 # The version of the job's shape. Jobs stored before it existed carried the raw request body
 # and are read as `LegacyJob` (`lgos.core.background`).
@@ -43,6 +50,11 @@ class JobEcho(_Frozen):
     store: bool = False
     user: str | None = None
     conversation: str | None = None
+    # `text.format` and `reasoning` as the API echoed them: wire JSON (a `TextFormat`, a
+    # `ReasoningConfig`) that core keeps without reading.
+    text_format: Mapping[str, Any] = Field(default_factory=lambda: {"type": "text"})
+    reasoning: Mapping[str, Any] | None = None
+    truncation: Literal["disabled", "auto"] = "disabled"
     created_at: int = Field(default_factory=lambda: int(time.time()))
 
 
@@ -57,7 +69,13 @@ class JobRequest(_Frozen):
     tools: list[ClientFunctionTool] = Field(default_factory=list)
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool = True
+    hosted_tools: list[dict[str, JsonValue]] = Field(
+        default_factory=list
+    )  # as the client sent them
     settings: dict[str, JsonValue] | None = None
+    response_format: ResponseFormat | None = None
+    reasoning: Reasoning | None = None
+    truncation: Literal["disabled", "auto"] = "disabled"
 
     @classmethod
     def of(cls, request: GraphRequest) -> JobRequest:
@@ -72,7 +90,11 @@ class JobRequest(_Frozen):
             tools=list(request.tools),
             tool_choice=request.tool_choice,
             parallel_tool_calls=request.parallel_tool_calls,
+            hosted_tools=[dict(tool) for tool in request.hosted_tools],
             settings=settings.model_dump(mode="json") if settings is not None else None,
+            response_format=request.response_format,
+            reasoning=request.reasoning,
+            truncation=request.truncation,
         )
 
     def graph_request(self, settings_model: type[ClientSettings] | None) -> GraphRequest:
@@ -93,7 +115,11 @@ class JobRequest(_Frozen):
             tools=tuple(self.tools),
             tool_choice=self.tool_choice,
             parallel_tool_calls=self.parallel_tool_calls,
+            hosted_tools=tuple(self.hosted_tools),
             settings=settings,
+            response_format=self.response_format,
+            reasoning=self.reasoning,
+            truncation=self.truncation,
         )
 
 

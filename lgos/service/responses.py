@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lgos.core.errors import InvalidRequestError, LgosError, is_transient_database_error
 from lgos.core.job import JobEcho, JobPlan, JobRequest, PreparedJob
@@ -44,7 +44,7 @@ from lgos.wire.responses_encoder import (
 )
 from lgos.wire.types.events import StreamEvent
 from lgos.wire.types.items import StoredItem
-from lgos.wire.types.responses import OutputItem, ResponseObject
+from lgos.wire.types.responses import OutputItem, ReasoningConfig, ResponseObject, TextFormat
 
 if TYPE_CHECKING:  # a worker runs a job without the decoder (tests/background/test_job.py)
     from lgos.wire.responses_decoder import DecodedResponsesRequest
@@ -167,7 +167,11 @@ def from_job(
 
 def job_echo(echo: JobEcho, response_id: str) -> ResponseEcho:
     """What a job's Response echoes, under its public id."""
-    return ResponseEcho(id=response_id, **dict(echo))
+    fields = dict(echo)
+    # JSON this module wrote from a `TextFormat` and a `ReasoningConfig` (`_job_echo`).
+    fields["text_format"] = cast(TextFormat, echo.text_format)
+    fields["reasoning"] = cast(ReasoningConfig | None, echo.reasoning)
+    return ResponseEcho(id=response_id, **fields)
 
 
 def _job_echo(echo: ResponseEcho) -> JobEcho:
@@ -183,6 +187,9 @@ def _job_echo(echo: ResponseEcho) -> JobEcho:
         store=echo.store,
         user=echo.user,
         conversation=echo.conversation,
+        text_format=echo.text_format,
+        reasoning=echo.reasoning,
+        truncation="auto" if echo.truncation == "auto" else "disabled",
         created_at=echo.created_at,
     )
 

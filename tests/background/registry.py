@@ -20,7 +20,9 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
 
 from demo.graphs.fake_model import last_user_text
+from demo.graphs.everything import everything_agent_graph
 from demo.graphs.review import DelaySettings, background_interrupt_graph, background_mock_graph
+from demo.registry import EVERYTHING
 from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 BACKGROUND = GraphFeature.BACKGROUND
@@ -128,6 +130,11 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 graph=failing_graph(),
                 description="Always raises.",
                 features=frozenset({BACKGROUND}),
+            ),
+            "everything-background": GraphConfig(
+                graph=everything_agent_graph(),
+                description="The demo's everything-agent, allowed in the background.",
+                features=EVERYTHING | {BACKGROUND},
             ),
             "foreground-only": GraphConfig(
                 graph=background_mock_graph(),

@@ -6,6 +6,7 @@ Everything goes through the official SDK in strict mode."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -78,6 +79,44 @@ async def test_create_returns_queued_then_completes(deployment: Deployment) -> N
     assert done.status == "completed"
     assert done.output_text == "Background report for: Quarterly risks"
     assert done.metadata == NO_DELAY
+
+
+FORECAST_FORMAT = {
+    "type": "json_schema",
+    "name": "Forecast",
+    "schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "sunny": {"type": "boolean"}},
+        "required": ["city", "sunny"],
+        "additionalProperties": False,
+    },
+    "strict": True,
+}
+
+
+async def test_a_background_run_gets_everything_the_client_sent(deployment: Deployment) -> None:
+    # The job carries the answer's shape, the reasoning options and `truncation` to the
+    # worker (the API prepared them; the worker decodes nothing), and every snapshot echoes them.
+    client = deployment.client()
+    accepted = await client.responses.create(
+        model="everything-background",
+        input="What is the weather in Paris?",
+        background=True,
+        text={"format": FORECAST_FORMAT},  # type: ignore[typeddict-item]
+        reasoning={"effort": "low", "summary": "auto"},
+        truncation="auto",
+    )
+    done = await finished(deployment, accepted.id)
+    assert done.status == "completed", done.error
+    for snapshot in (accepted, done):
+        assert snapshot.text.format.model_dump(exclude_none=True, by_alias=True) == FORECAST_FORMAT
+        assert snapshot.reasoning is not None
+        assert (snapshot.reasoning.effort, snapshot.reasoning.summary) == ("low", "auto")
+        assert snapshot.truncation == "auto"
+    # The graph answered in the schema, and its reasoning is shown because a summary was asked.
+    answer = json.loads(done.output_text)
+    assert set(answer) == {"city", "sunny"}
+    assert [item.type for item in done.output] == ["reasoning", "message"]
 
 
 async def test_cancel_queued(deployment: Deployment) -> None:
