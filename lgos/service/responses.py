@@ -365,7 +365,9 @@ async def event_batches(
             if encoded:
                 yield encoded
     except LgosError as error:
-        yield stream.failed(error.message, error.code or "invalid_request")
+        yield stream.failed(
+            error.message, error.code or "invalid_request", client_error=error.status_code < 500
+        )
     except Exception as error:
         if raise_transient and is_transient_database_error(error):
             raise

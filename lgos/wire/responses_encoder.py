@@ -356,10 +356,18 @@ class ResponsesStream:
         return events
 
     def failed(
-        self, message: str = SERVER_ERROR_MESSAGE, code: str = "server_error"
+        self,
+        message: str = SERVER_ERROR_MESSAGE,
+        code: str = "server_error",
+        *,
+        client_error: bool = False,
     ) -> list[StreamEvent]:
         """An `error` event (nested and flat forms, see the protocol notes), then
-        `response.failed`. Items already shown stay; an open answer becomes incomplete."""
+        `response.failed`. Items already shown stay; an open answer becomes incomplete.
+
+        The `error` event carries `code` as it is; the Response's `error.code` is one OpenAI
+        defines: `invalid_prompt` for a request the run refused (`client_error`), else
+        `server_error`."""
         error: ErrorEvent = {
             "code": code,
             "message": message,
@@ -377,7 +385,14 @@ class ResponsesStream:
             answer["content"] = [text_part("".join(self._answer_text))]
             self._answer_id = None
         events.append(
-            self._terminal("response.failed", "failed", error={"code": code, "message": message})
+            self._terminal(
+                "response.failed",
+                "failed",
+                error={
+                    "code": "invalid_prompt" if client_error else "server_error",
+                    "message": message,
+                },
+            )
         )
         return events
 

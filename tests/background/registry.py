@@ -19,8 +19,8 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.pregel import Pregel
 
-from demo.graphs.fake_model import last_user_text
 from demo.graphs.everything import everything_agent_graph
+from demo.graphs.fake_model import last_user_text
 from demo.graphs.review import DelaySettings, background_interrupt_graph, background_mock_graph
 from demo.registry import EVERYTHING
 from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources

@@ -7,6 +7,7 @@ import json
 import httpx2
 import pytest
 from openai import APIError, AsyncOpenAI
+from openai.types.responses import Response
 
 pytestmark = pytest.mark.anyio
 
@@ -223,6 +224,34 @@ async def test_sdk_raises_on_a_failed_stream(client: AsyncOpenAI) -> None:
 
     with pytest.raises(APIError):
         await consume()
+
+
+async def test_a_request_error_mid_stream_ends_in_a_response_the_sdk_accepts(
+    http: httpx2.AsyncClient, client: AsyncOpenAI
+) -> None:
+    # The `error` event keeps the graph's own code (the SDK raises it); the failed Response
+    # (also what a later poll of a background run shows) carries one of the codes OpenAI's
+    # Response defines, which strict validation requires.
+    async def consume() -> None:
+        async with client.responses.stream(model="refusing", input="hi") as stream:
+            async for _event in stream:
+                pass
+
+    with pytest.raises(APIError) as raised:
+        await consume()
+    assert raised.value.message == "That city is not covered."
+    assert raised.value.code == "city_not_covered"
+    async with http.stream(
+        "POST", "/v1/responses", json={"model": "refusing", "input": "hi", "stream": True}
+    ) as response:
+        body = (await response.aread()).decode()
+    events = [json.loads(line[6:]) for line in body.split("\n") if line.startswith("data: ")]
+    failed = Response.model_validate(events[-1]["response"])
+    assert failed.error is not None
+    assert (failed.error.code, failed.error.message) == (
+        "invalid_prompt",
+        "That city is not covered.",
+    )
 
 
 async def test_a_graph_failing_without_stream_is_a_generic_500(http: httpx2.AsyncClient) -> None:

@@ -23,6 +23,7 @@ from lgos import (
     GraphFeature,
     GraphRegistry,
     InMemoryRunCoordinator,
+    InvalidRequestError,
     get_request,
     status_event,
 )
@@ -138,6 +139,17 @@ def failing_graph() -> Pregel:
         model = ScriptedChatModel(script=lambda _m: "partial answer")
         await model.ainvoke(state["messages"])
         raise RuntimeError("secret internal detail")
+
+    return single_node(node)
+
+
+def refusing_graph() -> Pregel:
+    """Streams a few words, then refuses the request with an LGOS error of its own code."""
+
+    async def node(state: MessagesState) -> dict[str, Any]:
+        model = ScriptedChatModel(script=lambda _m: "partial answer")
+        await model.ainvoke(state["messages"])
+        raise InvalidRequestError("That city is not covered.", code="city_not_covered")
 
     return single_node(node)
 
@@ -348,6 +360,7 @@ def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:
                 client_tools=frozenset({"get_weather"}),
             ),
             "failing": GraphConfig(graph=failing_graph(), description="Fails midway"),
+            "refusing": GraphConfig(graph=refusing_graph(), description="Refuses midway"),
             "everything-agent": GraphConfig(
                 graph=everything_agent_graph(),
                 description="Takes everything a client sends",

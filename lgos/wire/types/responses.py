@@ -86,9 +86,14 @@ class ResponseUsage(TypedDict):
     total_tokens: int
 
 
+# The codes a Response's `error` may carry: OpenAI's closed set (the SDK's strict validation
+# refuses any other), of which LGOS uses these two; a graph's own code goes in the `error`
+# stream event, whose code is free.
+ResponseErrorCode = Literal["server_error", "invalid_prompt"]
+
+
 class ResponseError(TypedDict):
-    # `server_error`, or the code of the request error that ended a stream.
-    code: str
+    code: ResponseErrorCode
     message: str
 
 
