@@ -75,8 +75,20 @@ def decode_settings(config: GraphConfig, model: str, message: Message) -> Any:
             raise InvalidRequestError(f"'{model}' has no client settings.")
         return None
     if raw is not None and not isinstance(raw, str):
-        raw = json.dumps(raw)
+        raw = json.dumps(whole_numbers(raw))
     return config.client_settings.from_metadata(raw)
+
+
+def whole_numbers(value: Any) -> Any:
+    """A protobuf Struct holds every JSON number as a double: 5 arrives as 5.0. Whole ones go
+    back to ints, so integer settings validate as the client wrote them."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(item) for item in value]
+    return value
 
 
 def thread_run_id(context_id: str) -> str:

@@ -63,15 +63,14 @@ class Question:
         )
 
     def answer(self, reply: str | Any) -> str:
-        """The output string for the run. Schema answers are checked by the run itself (as on
-        the OpenAI routes), so only what the question itself rules out is refused here."""
+        """The output string for the run. Whether it is one of the choices, or fits the
+        answer schema, is for the run to decide (as on the OpenAI routes): the graph may
+        take other answers, or refuse with its own reason."""
         if not isinstance(reply, str):
             return json.dumps(reply)
         text = reply.strip()
         if not text:
             raise RefusedReplyError("An answer is needed.")
-        if self.choices and not self.allow_other and text not in self.choices:
-            raise RefusedReplyError("Answer with one of: " + ", ".join(self.choices) + ".")
         return text
 
 
