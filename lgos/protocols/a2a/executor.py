@@ -12,6 +12,7 @@ the question or by the graph asks again, saying why. Cancelling the task cancels
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -20,10 +21,18 @@ from typing import Any
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskUpdater
-from a2a.types.a2a_pb2 import Message, Part, Task, TaskState, TaskStatus
+from a2a.server.tasks import TaskStore, TaskUpdater
+from a2a.types.a2a_pb2 import (
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskState,
+    TaskStatus,
+)
 from google.protobuf.json_format import MessageToDict
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from lgos.core.errors import SERVER_ERROR_MESSAGE, InvalidRequestError, LgosError
 from lgos.core.registry import GraphConfig, GraphRegistry
@@ -45,6 +54,8 @@ ARTIFACT_ID = "answer"
 SETTINGS_KEY = "lgos_settings"
 # The longest message text a graph is given (the request body limit applies first).
 MAX_TEXT_CHARS = 1_000_000
+# How many earlier tasks of a context a graph without a thread is shown (the SDK's page limit).
+MAX_EARLIER_TURNS = 100
 
 
 def owner_scope_of(context: RequestContext) -> str:
@@ -98,10 +109,11 @@ def thread_run_id(context_id: str) -> str:
 
 
 class GraphExecutor(AgentExecutor):
-    def __init__(self, registry: GraphRegistry, model: str) -> None:
+    def __init__(self, registry: GraphRegistry, model: str, store: TaskStore) -> None:
         self.registry = registry
         self.model = model
         self.config = registry.graphs[model]
+        self.store = store
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None
@@ -161,6 +173,9 @@ class Turn:
             ):
                 return await self._answer(message)
             request = decode_message(self.config, self.model, message)
+            if not self.config.keeps_thread:
+                earlier = await self._conversation()
+                request = dataclasses.replace(request, messages=(*earlier, *request.messages))
             if self.task is None:
                 await self.updater.event_queue.enqueue_event(self._new_task(message))
             await self.updater.start_work()
@@ -171,6 +186,26 @@ class Turn:
             logger.exception("a2a.message.failed", extra={"a2a.agent": self.model})
             await self._fail(SERVER_ERROR_MESSAGE)
         return "failed"
+
+    async def _conversation(self) -> tuple[BaseMessage, ...]:
+        """The earlier turns of this context, for a graph that keeps no thread of its own:
+        each completed task's message and answer, oldest first (as a stored conversation
+        replays its items)."""
+        found = await self.executor.store.list(
+            ListTasksRequest(
+                context_id=self.context.context_id or "",
+                status=TaskState.TASK_STATE_COMPLETED,
+                page_size=MAX_EARLIER_TURNS,
+            ),
+            self.context.call_context,
+        )
+        turns: list[BaseMessage] = []
+        for task in reversed(found.tasks):
+            asked = next((m for m in task.history if m.role == Role.ROLE_USER), None)
+            if asked is not None:
+                turns.append(HumanMessage(content=_text(asked)))
+            turns.append(AIMessage(content=_artifact_text(task)))
+        return tuple(turns)
 
     def _new_task(self, message: Message) -> Task:
         return Task(
@@ -264,6 +299,10 @@ class Turn:
 
     def _agent_message(self, text: str) -> Message:
         return self.updater.new_agent_message([Part(text=text)])
+
+
+def _text(message: Message) -> str:
+    return "\n".join(part.text for part in message.parts if part.HasField("text"))
 
 
 def _artifact_text(task: Task) -> str:

@@ -71,7 +71,7 @@ class A2aEndpoint:
             # One store per agent: a task id of one graph is unknown to every other.
             store = InMemoryTaskStore()
             self.handlers[model] = DefaultRequestHandler(
-                agent_executor=GraphExecutor(registry, model),
+                agent_executor=GraphExecutor(registry, model, store),
                 task_store=store,
                 agent_card=agent_card(model, registry.graphs[model], "http://localhost/"),
                 request_context_builder=CheckedContextBuilder(model, registry.graphs[model], store),
