@@ -522,3 +522,16 @@ def test_a_page_of_another_site_is_refused(server: Process) -> None:
     assert error_of(refused)["message"] == "Origin not allowed."
     assert rpc(server, "simple-graph", body, origin="http://localhost:3000").status_code == 200
     assert rpc(server, "simple-graph", body).status_code == 200
+
+
+def test_a2a_can_be_turned_off() -> None:
+    env = clean_environment(LGOS_BACKGROUND="memory", LGOS_ENABLE_A2A="false")
+    with serving([REGISTRY, "--port", "0"], env) as process:
+        card = httpx2.get(
+            agent_url(process, "simple-graph") + "/.well-known/agent-card.json", timeout=30
+        )
+        sent = rpc(process, "simple-graph", v03_send("hello"))
+        models = httpx2.get(process.base_url + "/v1/models", timeout=30)
+    assert card.status_code == 404
+    assert sent.status_code in (404, 405)
+    assert models.status_code == 200
