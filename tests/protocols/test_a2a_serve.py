@@ -535,3 +535,25 @@ def test_a2a_can_be_turned_off() -> None:
     assert card.status_code == 404
     assert sent.status_code in (404, 405)
     assert models.status_code == 200
+
+
+def test_every_call_has_one_request_record(server: Process) -> None:
+    def calls() -> list[dict[str, Any]]:
+        return [
+            record
+            for record in server.records()
+            if record.get("message") == "a2a.request" and record.get("a2a.agent") == "status-events"
+        ]
+
+    before = len(calls())
+    rpc(server, "status-events", v03_send("hello"))
+    rpc(server, "status-events", {"jsonrpc": "2.0", "id": 9, "method": "graphs/run"})
+    rpc(server, "status-events", b"{nope")
+    records = server.wait_for(
+        lambda: calls()[before:] if len(calls()) >= before + 3 else None, 60, "three records"
+    )
+    assert [(r["a2a.method"], r["outcome"]) for r in records] == [
+        ("message/send", "ok"),
+        ("graphs/run", "error -32601"),
+        (None, "error -32700"),
+    ]

@@ -11,6 +11,9 @@ streams; `GraphExecutor` runs them through the service layer.
 from __future__ import annotations
 
 import inspect
+import json
+import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from importlib import metadata
@@ -21,7 +24,8 @@ from a2a.server.agent_execution.context import RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
-from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes
+from a2a.server.routes import DefaultServerCallContextBuilder
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
@@ -36,14 +40,16 @@ from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from a2a.utils.errors import InvalidParamsError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute, Route
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lgos.core.errors import LgosError
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.protocols.a2a.executor import GraphExecutor, decode_message
 from lgos.protocols.origins import INVALID_REQUEST, OriginGuard
+
+logger = logging.getLogger("lgos.a2a")
 
 OwnerScope = Callable[[Request], str | Awaitable[str]]
 SHARED_OWNER_SCOPE = "default"
@@ -88,15 +94,12 @@ class A2aEndpoint:
         routes: list[BaseRoute] = []
         for model, handler in self.handlers.items():
             base = f"{path}/{model}"
-            (rpc,) = create_jsonrpc_routes(
-                handler,
-                base,
-                context_builder=ScopedContextBuilder(),
-                enable_v0_3_compat=True,
+            dispatcher = JsonRpcDispatcher(
+                handler, context_builder=ScopedContextBuilder(), enable_v0_3_compat=True
             )
-            assert isinstance(rpc, Route)
+            rpc = request_response(LoggedCalls(model, dispatcher).handle)
             app = OriginGuard(
-                BodyLimit(ScopeResolver(rpc.app, self.owner_scope), self.max_body_bytes),
+                BodyLimit(ScopeResolver(rpc, self.owner_scope), self.max_body_bytes),
                 self.allowed_origins,
             )
             routes.append(Route(base, app, methods=["POST"], include_in_schema=False))
@@ -135,6 +138,55 @@ def agent_card(model: str, config: GraphConfig, url: str) -> AgentCard:
             )
         ],
     )
+
+
+class LoggedCalls:
+    """One `a2a.request` log record per JSON-RPC call: the agent, the method, how it ended
+    (`ok`, or the JSON-RPC error code) and how long it took to answer (for a stream: to its
+    first byte). The run behind a message has its own record (`a2a.message`)."""
+
+    def __init__(self, model: str, dispatcher: JsonRpcDispatcher) -> None:
+        self.model = model
+        self.dispatcher = dispatcher
+
+    async def handle(self, request: Request) -> Response:
+        started = time.perf_counter()
+        outcome = "failed"
+        try:
+            response = await self.dispatcher.handle_requests(request)
+            outcome = _outcome(response)
+            return response
+        finally:
+            logger.info(
+                "a2a.request",
+                extra={
+                    "a2a.agent": self.model,
+                    "a2a.method": await _method(request),
+                    "outcome": outcome,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                },
+            )
+
+
+async def _method(request: Request) -> str | None:
+    """The call's method, from the body the dispatcher already read (Starlette keeps it)."""
+    try:
+        body = await request.json()
+    except Exception:  # not JSON, or the body was refused before it was read
+        return None
+    method = body.get("method") if isinstance(body, dict) else None
+    return method if isinstance(method, str) else None
+
+
+def _outcome(response: Response) -> str:
+    if not isinstance(response, JSONResponse):
+        return "ok"  # a stream: its errors travel inside it
+    try:
+        body = json.loads(bytes(response.body))
+    except ValueError:
+        return "ok"
+    error = body.get("error") if isinstance(body, dict) else None
+    return f"error {error.get('code')}" if isinstance(error, dict) else "ok"
 
 
 class CardRoute:
