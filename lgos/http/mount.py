@@ -89,6 +89,7 @@ class LanggraphOpenaiServe:
             self.owner_scope,
             max_body_bytes=self.max_body_bytes,
             allowed_origins=allowed_origins,
+            background=self.routes.background,
         )
         self.app.router.routes[0:0] = self.a2a.routes(path)
         return self

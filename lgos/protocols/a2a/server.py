@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from importlib import metadata
+from typing import Any
 
 from a2a.auth.user import User
 from a2a.server.agent_execution import SimpleRequestContextBuilder
@@ -46,8 +47,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lgos.core.errors import LgosError
 from lgos.core.registry import GraphConfig, GraphRegistry
+from lgos.protocols.a2a.background import BackgroundAgent, runs_in_background
 from lgos.protocols.a2a.executor import GraphExecutor, decode_message
 from lgos.protocols.origins import INVALID_REQUEST, OriginGuard
+from lgos.service.background import BackgroundResponses
 
 logger = logging.getLogger("lgos.a2a")
 
@@ -67,6 +70,7 @@ class A2aEndpoint:
         *,
         max_body_bytes: int = 4 * 1024 * 1024,
         allowed_origins: Sequence[str] = (),
+        background: BackgroundResponses | None = None,
     ) -> None:
         self.registry = registry
         self.owner_scope = owner_scope
@@ -74,14 +78,19 @@ class A2aEndpoint:
         self.allowed_origins = frozenset(allowed_origins)
         self.handlers: dict[str, DefaultRequestHandler] = {}
         for model in registry.model_ids:
+            config = registry.graphs[model]
             # One store per agent: a task id of one graph is unknown to every other.
             store = InMemoryTaskStore()
-            self.handlers[model] = DefaultRequestHandler(
-                agent_executor=GraphExecutor(registry, model, store),
-                task_store=store,
-                agent_card=agent_card(model, registry.graphs[model], "http://localhost/"),
-                request_context_builder=CheckedContextBuilder(model, registry.graphs[model], store),
-            )
+            sdk: dict[str, Any] = {
+                "agent_executor": GraphExecutor(registry, model, store),
+                "task_store": store,
+                "agent_card": agent_card(model, config, "http://localhost/"),
+                "request_context_builder": CheckedContextBuilder(model, config, store),
+            }
+            if background is not None and runs_in_background(config, background):
+                self.handlers[model] = BackgroundAgent(model, config, background, **sdk)
+            else:
+                self.handlers[model] = DefaultRequestHandler(**sdk)
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
