@@ -2,7 +2,7 @@
 a background Response of the engine, so the other API process answers for it, resubscribing
 replays the durable event log without a gap or a repeat, and cancelling stops the worker's run.
 
-The client is the official `a2a-sdk`; the agents are `tests.background.registry`'s graphs."""
+The client is the official `a2a-sdk`; the agent is `tests.background.registry`'s `long-steps`."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ async def test_a_task_resubscribed_on_the_other_api_loses_and_repeats_nothing(
     workers: Deployment,
 ) -> None:
     name = topic()
-    async with agent(workers, 0, "gated-steps") as first:
+    async with agent(workers, 0, "long-steps") as first:
         stream = first.send_message(message(name))
         before: list[StreamResponse] = []
         async for event in stream:
@@ -83,7 +83,7 @@ async def test_a_task_resubscribed_on_the_other_api_loses_and_repeats_nothing(
     task_id = before[0].task.id
     assert task_id.startswith("resp_")
     await step_seen(workers, name, "step_2", "started")
-    async with agent(workers, 1, "gated-steps") as second:
+    async with agent(workers, 1, "long-steps") as second:
         resubscribed = second.subscribe(SubscribeToTaskRequest(id=task_id))
         snapshot = await anext(resubscribed)
         await workers.open_gate(name)
@@ -108,12 +108,12 @@ async def test_a_task_resubscribed_on_the_other_api_loses_and_repeats_nothing(
 
 async def test_cancelling_the_task_cancels_the_workers_run(workers: Deployment) -> None:
     name = topic()
-    async with agent(workers, 0, "gated-steps") as client:
+    async with agent(workers, 0, "long-steps") as client:
         stream = client.send_message(message(name))
         created = await anext(stream)
         await stream.aclose()  # type: ignore[attr-defined]
         await step_seen(workers, name, "step_2", "started")
-    async with agent(workers, 1, "gated-steps") as other:
+    async with agent(workers, 1, "long-steps") as other:
         cancelled = await other.cancel_task(CancelTaskRequest(id=created.task.id))
         fetched = await other.get_task(GetTaskRequest(id=created.task.id))
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED

@@ -557,3 +557,28 @@ def test_every_call_has_one_request_record(server: Process) -> None:
         ("graphs/run", "error -32601"),
         (None, "error -32700"),
     ]
+
+
+async def test_a_background_graph_runs_on_the_engine(server: Process) -> None:
+    """background-mock is a background Response of the engine (here the in-memory one): the
+    task id is the Response id, and `/v1/responses/{id}` shows the same run."""
+    async with agent(server, "background-mock") as client:
+        done = await send(client, user_message("q1", settings={"delay_seconds": 0}))
+        fetched = await client.get_task(GetTaskRequest(id=done.id))
+        with pytest.raises(A2AError) as too_long:
+            await send(client, user_message("q2", settings={"delay_seconds": 9999}))
+    assert done.id.startswith("resp_")
+    assert done.status.state == COMPLETED
+    assert answer_of(done) == "Background report for: q1"
+    assert answer_of(fetched) == answer_of(done)
+    assert fetched.context_id == done.context_id
+    assert "delay_seconds" in str(too_long.value)
+    polled = httpx2.get(f"{server.base_url}/v1/responses/{done.id}", timeout=30).json()
+    assert polled["status"] == "completed"
+    texts = [
+        part["text"]
+        for item in polled["output"]
+        if item["type"] == "message"
+        for part in item["content"]
+    ]
+    assert texts[-1] == "Background report for: q1"  # after its commentary

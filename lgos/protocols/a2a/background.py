@@ -1,10 +1,12 @@
 """A2A tasks of background graphs, run on the background engine as background Responses.
 
-A graph that runs in the background (GraphFeature.BACKGROUND, and no reviews: a pause would
-need a second Response under the same task) is served by `BackgroundAgent` instead of the
-SDK's in-process task machinery. A message submits a streamed background Response through the
-service layer (`BackgroundResponses`, as `POST /v1/responses` with `background` and `stream`
-does); the task id is the Response id, so any API process answers for it, after a restart too.
+A graph that runs in the background by default (`background_by_default`: a long task, where an
+OpenAI client would otherwise ask for the background; and no reviews: a pause would need a
+second Response under the same task) is served by `BackgroundAgent` instead of the SDK's
+in-process task machinery; other graphs run in the foreground, with reviews and contexts. A
+message submits a streamed background Response through the service layer
+(`BackgroundResponses`, as `POST /v1/responses` with `background` and `stream` does); the task
+id is the Response id, so any API process answers for it, after a restart too.
 The task's events are the Response's events, read from the engine's durable event log:
 
 - `tasks/get` is a poll of the Response;
@@ -78,7 +80,7 @@ def runs_in_background(config: GraphConfig, background: BackgroundResponses | No
         background is not None
         and background.backend is not None
         and background.events is not None
-        and config.supports(GraphFeature.BACKGROUND)
+        and config.background_by_default
         and not config.supports(GraphFeature.INTERRUPTS)
     )
 
