@@ -7,6 +7,9 @@ appended to the task's one artifact (`answer`) and `status_event(...)` commentar
 completes the task. A pause is `input-required`, its status message the question
 (`reviews.asking_parts`); the next message on the task answers it, and an answer refused by
 the question or by the graph asks again, saying why. Cancelling the task cancels the run.
+
+The task's context is its conversation: a thread-keeping graph continues the context's
+LangGraph thread; any other graph is sent the context's earlier completed tasks first.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Each graph `<model>` of the registry is an agent at `<path>/<model>` (JSON-RPC: 
 A2A 0.3's `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`,
 `tasks/resubscribe` on the same URL), its card at `<path>/<model>/.well-known/agent-card.json`.
 The SDK's request handler keeps the tasks (in this process, per owner scope) and their event
-streams; `GraphExecutor` runs them through the service layer.
+streams; `GraphExecutor` runs them through the service layer. The tasks of background-by-default
+graphs are background Responses of the engine instead (`background.BackgroundAgent`).
 """
 
 from __future__ import annotations
