@@ -567,12 +567,15 @@ async def test_a_background_graph_runs_on_the_engine(server: Process) -> None:
         fetched = await client.get_task(GetTaskRequest(id=done.id))
         with pytest.raises(A2AError) as too_long:
             await send(client, user_message("q2", settings={"delay_seconds": 9999}))
+        with pytest.raises(A2AError) as follow_up:
+            await send(client, user_message("more", task=done))
     assert done.id.startswith("resp_")
     assert done.status.state == COMPLETED
     assert answer_of(done) == "Background report for: q1"
     assert answer_of(fetched) == answer_of(done)
     assert fetched.context_id == done.context_id
     assert "delay_seconds" in str(too_long.value)
+    assert "omit taskId" in str(follow_up.value)  # each message is a new long task
     polled = httpx2.get(f"{server.base_url}/v1/responses/{done.id}", timeout=30).json()
     assert polled["status"] == "completed"
     texts = [
