@@ -1,6 +1,7 @@
 """A2A tasks of background graphs on DBOS and on Hatchet, across real processes: the task is
-a background Response of the engine, so the other API process answers for it, resubscribing
-replays the durable event log without a gap or a repeat, and cancelling stops the worker's run.
+a background Response of the engine, so the other API process (or a restarted one) answers for
+it, resubscribing replays the durable event log without a gap or a repeat, and cancelling stops
+the worker's run.
 
 The client is the official `a2a-sdk`; the agent is `tests.background.registry`'s `long-steps`."""
 
@@ -25,8 +26,9 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 
-from tests.background.conftest import Deployment
+from tests.background.conftest import Deployment, spawn
 from tests.background.test_conformance import step_seen, topic
+from tests.support.processes import START_TIMEOUT
 
 pytestmark = [
     pytest.mark.anyio,
@@ -119,3 +121,25 @@ async def test_cancelling_the_task_cancels_the_workers_run(workers: Deployment) 
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
     assert fetched.status.state == TaskState.TASK_STATE_CANCELED
     await step_seen(workers, name, "step_2", "cancelled")
+
+
+async def test_a_task_outlives_the_api_that_created_it(workers: Deployment) -> None:
+    """The API process is stopped mid-task and started again: the new process answers for the
+    task, and the task completes."""
+    name = topic()
+    async with agent(workers, 0, "long-steps") as client:
+        stream = client.send_message(message(name))
+        created = await anext(stream)
+        await stream.aclose()  # type: ignore[attr-defined]
+    await step_seen(workers, name, "step_2", "started")
+    workers.apis[0].stop()
+    workers.apis[0] = spawn("serve", workers.env, "--port", "0")
+    workers.apis[0].wait_until_serving(timeout=START_TIMEOUT)
+    async with agent(workers, 0, "long-steps") as restarted:
+        resubscribed = restarted.subscribe(SubscribeToTaskRequest(id=created.task.id))
+        snapshot = await anext(resubscribed)
+        await workers.open_gate(name)
+        after = [event async for event in resubscribed]
+    assert snapshot.task.status.state == TaskState.TASK_STATE_WORKING
+    assert chunks(after) == f"Steps done for {name}: step_1, step_2, step_3"
+    assert after[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
