@@ -24,6 +24,7 @@ STANDINS = Path(__file__).resolve().parent / "standins"
 LABEL = "org.lgos.standin.recipe"
 PREFIX = "lgos-standin"
 SUITE = "bookworm"
+STANDIN_PYTHON = "3.11.2"  # Debian bookworm's python3, which the python stand-in runs
 HATCHET_BIN = REPO / ".cache" / "hatchet" / "v0.105.0" / "bin"
 
 
@@ -188,23 +189,29 @@ def ensure_base() -> tuple[str, str]:
 
 
 def lock_of(piece: str) -> bytes:
-    """Exact pins of the local stack's environment of `piece` (demo/<piece>/.venv, made by its
-    setup script, which `just setup` runs; idempotent). Installing from exact pins needs no
-    resolution: pip's resolver spent about 10 minutes backtracking through the LiteLLM proxy's
-    open ranges, and the stand-in then runs the same versions as the local stack."""
+    """Exact pins for the stand-in of a demo piece: its requirements.txt resolved for the
+    stand-in's Python, preferring the versions of the local stack's environment (demo/<piece>/
+    .venv, made by its setup script, which `just setup` runs; idempotent). Installing exact pins
+    needs no resolution in the image (pip's resolver spent about 10 minutes backtracking through
+    the LiteLLM proxy's open ranges), and the stand-in runs what the local stack runs, except
+    where a release needs a newer Python than Debian's (the local venv may run a newer 3.11)."""
     folder = REPO / "demo" / piece
     started = time.monotonic()
     setup = ["bash", str(folder / "setup.sh")]
     subprocess.run(setup, check=True, capture_output=True, timeout=3600)
-    frozen = subprocess.run(
-        ["uv", "pip", "freeze", "--python", str(folder / ".venv" / "bin" / "python")],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
-    pins = sorted(line for line in frozen.splitlines() if line.strip())
-    log(f"demo/{piece}/.venv: {len(pins)} pins in {time.monotonic() - started:.0f} s")
+    with tempfile.TemporaryDirectory(prefix="lgos-lock-") as scratch:
+        lock = Path(scratch) / "requirements.lock"
+        # An existing output file is what `uv pip compile` keeps where it can.
+        freeze = ["uv", "pip", "freeze", "--python", str(folder / ".venv" / "bin" / "python")]
+        lock.write_text(subprocess.run(freeze, check=True, capture_output=True, text=True).stdout)
+        compile_for_the_image = [
+            *("uv", "pip", "compile", "--quiet", "--no-header", "--no-annotate"),
+            *("--python-version", STANDIN_PYTHON, "--python-platform", "x86_64-manylinux_2_36"),
+            *(str(folder / "requirements.txt"), "-o", str(lock)),
+        ]
+        subprocess.run(compile_for_the_image, check=True, capture_output=True, timeout=600)
+        pins = sorted(line for line in lock.read_text().splitlines() if "==" in line)
+    log(f"demo/{piece}: {len(pins)} pins in {time.monotonic() - started:.0f} s")
     return "".join(pin + "\n" for pin in pins).encode()
 
 
