@@ -225,18 +225,30 @@ class Stack:
             health = state.get("Health") or ""
             log(f"{name}: {state.get('State')} {health} {state.get('Status', '')}")
 
+    def one_shots(self) -> set[str]:
+        """The jobs (`restart: "no"`: migrate, hatchet-token, openwebui-sync), done once they
+        exited 0."""
+        services = self.config()["services"]
+        return {name for name, service in services.items() if service.get("restart") == "no"}
+
     def wait_healthy(self, until: float) -> None:
+        jobs = self.one_shots()
+        services = self.config()["services"]
+        # A service with a healthcheck is up once healthy (a container that just restarted has
+        # no health yet); one without, once running.
+        ready = {name: "healthy" if "healthcheck" in services[name] else "" for name in services}
         while True:
             waiting = []
             for name, state in self.states().items():
-                one_shot = state.get("State") == "exited"
-                if one_shot and state.get("ExitCode") != 0:
+                exited = state.get("State") == "exited"
+                if exited and state.get("ExitCode") != 0:
                     raise StackError(f"{name} exited with {state.get('ExitCode')}")
+                if name in jobs:
+                    if not exited:
+                        waiting.append(name)
                 # "unhealthy" is not final (a slow start recovers): the deadline decides.
                 # A crashing service restarts (restart: unless-stopped): it is not up either.
-                if not one_shot and (
-                    state.get("State") != "running" or state.get("Health") not in ("healthy", "")
-                ):
+                elif state.get("State") != "running" or state.get("Health") != ready.get(name):
                     waiting.append(name)
             if not waiting:
                 return
