@@ -33,11 +33,13 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     exit 0
 fi
 
-if ! command -v dockerd >/dev/null 2>&1; then
-    echo "setup-docker: installing Debian's docker.io (first time only)"
+# debootstrap too: where no image registry answers, the stand-in images start from a Debian base
+# made with it (tests/compose/images.py).
+if ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; then
+    echo "setup-docker: installing Debian's docker.io and debootstrap (first time only)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq docker.io >/dev/null \
-        || { apt-get update -qq && apt-get install -y -qq docker.io >/dev/null; }
+    apt-get install -y -qq docker.io debootstrap >/dev/null \
+        || { apt-get update -qq && apt-get install -y -qq docker.io debootstrap >/dev/null; }
 fi
 
 echo "setup-docker: starting dockerd (data in .cache/docker, socket .cache/docker/docker.sock)"

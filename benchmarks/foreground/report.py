@@ -120,7 +120,7 @@ def machine(
 
 @dataclass(frozen=True)
 class Check:
-    """One target of issue 8: a value per target, and whether lgos meets it."""
+    """One target (issues 8 and 23): a value per target, and whether lgos meets it."""
 
     label: str
     value: Callable[[ForegroundResults, str], float | None]
@@ -153,8 +153,9 @@ def _fields(results: ForegroundResults, target: str) -> float | None:
 
 
 CHECKS = (
-    *(_cpu_check(s, 1.3) for s in ("chat c1", "chat c32", "responses c1", "responses c32")),
-    *(_cpu_check(s, 1.5) for s in ("chat stream", "responses stream")),
+    # Issue 23's floor (issue 8 asked 1.3x and 1.5x).
+    *(_cpu_check(s, 1.15) for s in ("chat c1", "chat c32", "responses c1", "responses c32")),
+    *(_cpu_check(s, 1.2) for s in ("chat stream", "responses stream")),
     *(
         Check(
             f"{scenario}: chunks/s ≥ 0.7× bare",
@@ -209,7 +210,7 @@ def markdown(results: ForegroundResults, meta: dict[str, str]) -> str:
         "divided by its requests: the stable figure on a noisy machine. Latency and throughput "
         "move with the machine's load; read them as a second opinion.",
         "",
-        "## Targets from issue 8",
+        "## Targets (issues 8 and 23)",
         "",
         "| target | " + " | ".join(others) + " | lgos meets it |",
         "| --- | " + " | ".join("---:" for _ in others) + " | :---: |",

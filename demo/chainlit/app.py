@@ -22,8 +22,14 @@ import asyncpg
 import chainlit as cl
 import httpx
 import lgos_ui as ui
+from chainlit.config import (
+    ChainlitConfigOverrides,
+    FeaturesSettings,
+    SpontaneousFileUploadFeature,
+)
 from chainlit.data import get_data_layer
 from chainlit.data.chainlit_data_layer import ChainlitDataLayer
+from chainlit.element import Element
 from chainlit.input_widget import InputWidget, NumberInput, Select, Slider, Switch, TextInput
 from chainlit.utils import utc_now
 from openai import APIConnectionError, APIError, APIStatusError, AsyncOpenAI
@@ -166,9 +172,22 @@ async def chat_profiles(user: cl.User | None) -> list[cl.ChatProfile]:
                 for entry in starters.get(m.id, [])
             ]
             or None,
+            config_overrides=upload_overrides(m),
         )
         for m in models
     ]
+
+
+def upload_overrides(model: ui.ModelInfo) -> ChainlitConfigOverrides:
+    """The paperclip for this graph: off unless it takes images or files, and offering only
+    the types it takes (.chainlit/config.toml turns uploads on for the whole app)."""
+    types = ui.upload_types(model)
+    upload = (
+        SpontaneousFileUploadFeature(enabled=True, accept=types)
+        if types
+        else SpontaneousFileUploadFeature(enabled=False)
+    )
+    return ChainlitConfigOverrides(features=FeaturesSettings(spontaneous_file_upload=upload))
 
 
 def load_starters() -> dict[str, list[dict[str, str]]]:
@@ -956,9 +975,19 @@ async def on_message(message: cl.Message) -> None:
         await answer_review(record["response_id"], call_id, message.content, typed=True)
         return
     history = list(cl.user_session.get(HISTORY) or [])
-    history.append({"role": "user", "content": message.content})
+    parts = [await attachment(element) for element in message.elements or []]
+    history.append({"role": "user", "content": ui.user_content(message.content, parts)})
     await persist(HISTORY, history)
     await run_turn(history)
+
+
+async def attachment(element: Element) -> dict[str, Any]:
+    """A file attached to the message (Chainlit keeps it in the session's folder), as the
+    input part that carries it to the graph. It stays in the history: later turns see it too."""
+    if not element.path:
+        raise RuntimeError(f"The attachment {element.name!r} has no file to read.")
+    data = await asyncio.to_thread(Path(element.path).read_bytes)
+    return ui.attachment_part(element.name, element.mime or "application/octet-stream", data)
 
 
 @cl.on_stop

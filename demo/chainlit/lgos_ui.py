@@ -7,6 +7,7 @@ Everything works on plain dicts, the JSON the server sends (`model_dump()` of SD
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from dataclasses import dataclass, field
@@ -65,6 +66,38 @@ def profile_description(model: ModelInfo) -> str:
     if model.features:
         text += "\n\nFeatures: " + ", ".join(model.features)
     return text
+
+
+# What the paperclip offers for a graph that declares image_input / file_input: the types LGOS
+# passes on (the union is the `accept` list of .chainlit/config.toml, which Chainlit checks).
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+FILE_TYPES = ("application/pdf", "text/plain", "text/markdown", "text/csv", "application/json")
+
+
+def upload_types(model: ModelInfo) -> list[str]:
+    """The MIME types a user may attach in a chat with `model` (none: no paperclip)."""
+    types: list[str] = []
+    if "image_input" in model.features:
+        types.extend(IMAGE_TYPES)
+    if "file_input" in model.features:
+        types.extend(FILE_TYPES)
+    return types
+
+
+def attachment_part(name: str, mime: str, data: bytes) -> dict[str, Any]:
+    """One attached file as a Responses input part: images as `input_image`, anything else
+    as `input_file` with its name, both inline as base64 data URLs (LGOS fetches nothing)."""
+    url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+    if mime.startswith("image/"):
+        return {"type": "input_image", "image_url": url}
+    return {"type": "input_file", "filename": name, "file_data": url}
+
+
+def user_content(text: str, parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A user message's content: plain text, or the text and the attachments as parts."""
+    if not parts:
+        return text
+    return ([{"type": "input_text", "text": text}] if text else []) + parts
 
 
 @dataclass

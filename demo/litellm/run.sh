@@ -3,6 +3,7 @@
 # an LGOS API. Every setting has a local default and can be overridden:
 #   LGOS_API_BASE_URL   upstream LGOS API           (http://127.0.0.1:8000/v1)
 #   LGOS_MCP_URL        upstream MCP endpoint       (the API's /mcp)
+#   LGOS_A2A_URL        upstream A2A agents         (the API's /a2a)
 #   LITELLM_HOST/PORT   where the proxy listens     (127.0.0.1:4000)
 #   LITELLM_MASTER_KEY  client key for the proxy    (a fixed development value)
 set -euo pipefail
@@ -16,6 +17,18 @@ fi
 export LGOS_API_BASE_URL="${LGOS_API_BASE_URL:-http://127.0.0.1:8000/v1}"
 # The MCP endpoint beside it (LGOS_MCP_PATH on the API side).
 export LGOS_MCP_URL="${LGOS_MCP_URL:-${LGOS_API_BASE_URL%/v1}/mcp}"
+# The A2A agents beside it (LGOS_A2A_PATH on the API side). LiteLLM reads a whole value from
+# the environment, never part of one, so each agent of the config gets its own variable:
+# LGOS_A2A_SIMPLE_GRAPH_URL=$LGOS_A2A_URL/simple-graph, and so on.
+export LGOS_A2A_URL="${LGOS_A2A_URL:-${LGOS_API_BASE_URL%/v1}/a2a}"
+config="${LITELLM_CONFIG:-$here/config.yaml}"
+for variable in $(grep -o 'os.environ/LGOS_A2A_[A-Z0-9_]*_URL' "$config" | sort -u); do
+    variable="${variable#os.environ/}"
+    model="${variable#LGOS_A2A_}"
+    model="${model%_URL}"
+    model="${model//_/-}"
+    export "$variable=${!variable:-$LGOS_A2A_URL/${model,,}}"
+done
 export LGOS_API_KEY="${LGOS_API_KEY:-lgos-local-no-auth}"
 # Development default, deliberately not secret-looking; set your own anywhere
 # the proxy is reachable by others.
@@ -29,7 +42,7 @@ unset DATABASE_URL
 export LITELLM_TELEMETRY=False
 
 exec "$here/.venv/bin/litellm" \
-    --config "${LITELLM_CONFIG:-$here/config.yaml}" \
+    --config "$config" \
     --host "${LITELLM_HOST:-127.0.0.1}" \
     --port "${LITELLM_PORT:-4000}" \
     "$@"

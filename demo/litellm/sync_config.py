@@ -1,4 +1,5 @@
-"""Regenerate the model list of demo/litellm/config.yaml from a running LGOS API.
+"""Regenerate the model list and the A2A agents of demo/litellm/config.yaml from a running
+LGOS API.
 
 LiteLLM's /v1/models shows only id/object/created/owned_by, so the `lgos`
 metadata of each model (description, features, tools, client settings) is
@@ -10,8 +11,12 @@ on /model/info. This script writes that copy; the live suite
     uv run python demo/litellm/sync_config.py --api-url http://127.0.0.1:8000/v1
     uv run python demo/litellm/sync_config.py --check    # exit 1 on drift
 
-Only the block between the BEGIN/END GENERATED MODELS markers is rewritten.
-Metadata is written as JSON, which is valid YAML, so no YAML library is needed.
+The A2A agents (`agents:`) are the API's agent cards (/a2a/<model>/.well-known/agent-card.json),
+each at the URL in LGOS_A2A_<MODEL>_URL: LiteLLM takes a whole value from the environment,
+never part of one, so run.sh makes one variable per agent from LGOS_A2A_URL.
+
+Only the blocks between the BEGIN/END GENERATED markers are rewritten. Metadata is written as
+JSON, which is valid YAML, so no YAML library is needed.
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ import httpx
 CONFIG = Path(__file__).with_name("config.yaml")
 BEGIN = "# BEGIN GENERATED MODELS (sync_config.py)"
 END = "# END GENERATED MODELS"
+BEGIN_AGENTS = "# BEGIN GENERATED AGENTS (sync_config.py)"
+END_AGENTS = "# END GENERATED AGENTS"
+# What of an LGOS agent card the gateway needs to list and reach the agent (A2A 0.3 names,
+# which LiteLLM 1.110 keeps in its registry); the URL is set per deployment.
+CARD_FIELDS = ("name", "description", "version", "capabilities", "skills")
 
 
 def fetch_models(api_url: str) -> list[tuple[str, dict[str, object]]]:
@@ -46,6 +56,23 @@ def fetch_models(api_url: str) -> list[tuple[str, dict[str, object]]]:
             detail.raise_for_status()
             models.append((entry["id"], detail.json().get("lgos") or {}))
         return models
+
+
+def fetch_cards(api_url: str, models: list[str]) -> list[dict[str, object]]:
+    """The agent card of every model, as LGOS serves it beside the API."""
+    root = api_url.rstrip("/").removesuffix("/v1")
+    with httpx.Client(base_url=root, timeout=30) as http:
+        cards = []
+        for model in models:
+            card = http.get(f"/a2a/{model}/.well-known/agent-card.json")
+            card.raise_for_status()
+            cards.append(card.json())
+        return cards
+
+
+def url_variable(model: str) -> str:
+    """LGOS_A2A_<MODEL>_URL; run.sh reads the model back from the name."""
+    return "LGOS_A2A_" + model.upper().replace("-", "_") + "_URL"
 
 
 @contextlib.contextmanager
@@ -106,9 +133,30 @@ def render(models: list[tuple[str, dict[str, object]]]) -> str:
     return "\n".join(lines)
 
 
-def replace_block(text: str, block: str) -> str:
-    start = text.index(BEGIN)
-    end = text.index(END) + len(END)
+def render_agents(cards: list[dict[str, object]]) -> str:
+    lines = [BEGIN_AGENTS, "agents:"]
+    for card in cards:
+        params = {field: card[field] for field in CARD_FIELDS if field in card}
+        params.update(
+            {
+                "url": "os.environ/" + url_variable(str(card["name"])),
+                "protocolVersion": "0.3",
+                "preferredTransport": "JSONRPC",
+                "defaultInputModes": card.get("defaultInputModes", ["text/plain"]),
+                "defaultOutputModes": card.get("defaultOutputModes", ["text/plain"]),
+            }
+        )
+        lines += [
+            f"  - agent_name: lgos-{card['name']}",
+            f"    agent_card_params: {json.dumps(params, sort_keys=True)}",
+        ]
+    lines.append(END_AGENTS)
+    return "\n".join(lines)
+
+
+def replace_block(text: str, block: str, begin: str = BEGIN, end_marker: str = END) -> str:
+    start = text.index(begin)
+    end = text.index(end_marker) + len(end_marker)
     return text[:start] + block + text[end:]
 
 
@@ -122,10 +170,13 @@ def main() -> int:
     current = args.config.read_text()
     if args.api_url:
         models = fetch_models(args.api_url)
+        cards = fetch_cards(args.api_url, [model for model, _ in models])
     else:
         with throwaway_api() as url:
             models = fetch_models(url)
+            cards = fetch_cards(url, [model for model, _ in models])
     wanted = replace_block(current, render(models))
+    wanted = replace_block(wanted, render_agents(cards), BEGIN_AGENTS, END_AGENTS)
     if args.check:
         if wanted != current:
             print(f"{args.config} is stale: run demo/litellm/sync_config.py", file=sys.stderr)

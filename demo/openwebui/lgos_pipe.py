@@ -11,8 +11,10 @@ license: MIT
 # (httpx, pydantic). demo/openwebui/sync.py installs it through Open WebUI's HTTP API.
 
 import asyncio
+import base64
 import json
 import logging
+import mimetypes
 import os
 import re
 import tempfile
@@ -64,14 +66,119 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def to_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Turn Open WebUI's chat history into Responses input messages."""
+def _user_parts(content: Any, files: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A user message as Responses content: its text, its images (Open WebUI puts them in
+    the message as `image_url` parts, inline as data URLs) and the files attached to it."""
+    parts: list[dict[str, Any]] = []
+    for part in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and part.get("text"):
+            parts.append({"type": "input_text", "text": part["text"]})
+        elif part.get("type") == "image_url":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else image
+            if url:
+                detail = image.get("detail") if isinstance(image, dict) else None
+                parts.append(
+                    {
+                        "type": "input_image",
+                        "image_url": url,
+                        **({"detail": detail} if detail else {}),
+                    }
+                )
+    parts.extend(files)
+    if all(part["type"] == "input_text" for part in parts):
+        return "".join(part["text"] for part in parts)  # text only: as before, a plain string
+    return parts
+
+
+def to_input(
+    messages: list[dict[str, Any]], attachments: list[list[dict[str, Any]]] | None = None
+) -> list[dict[str, Any]]:
+    """Turn Open WebUI's chat history into Responses input messages.
+
+    `attachments[n]` holds the `input_file` parts of the n-th user message (see
+    `attached_files`); images come inside the messages themselves.
+    """
+    attachments = attachments or []
     items = []
+    turn = 0
     for message in messages:
         role = message.get("role")
-        if role in ("user", "assistant", "system", "developer"):
+        if role == "user":
+            files = attachments[turn] if turn < len(attachments) else []
+            turn += 1
+            items.append({"role": role, "content": _user_parts(message.get("content"), files)})
+        elif role in ("assistant", "system", "developer"):
             items.append({"role": role, "content": _content_text(message.get("content"))})
     return items
+
+
+def _is_document(item: dict[str, Any]) -> bool:
+    """An uploaded file that is not an image (Open WebUI sends images in the messages)."""
+    kind = str(
+        item.get("content_type")
+        or (item.get("file") or {}).get("meta", {}).get("content_type")
+        or ""
+    )
+    return item.get("type") == "file" and bool(item.get("id")) and not kind.startswith("image/")
+
+
+async def attached_files(metadata: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """The documents attached to each user message of this chat, up to the current one, as
+    `input_file` parts (the file itself, base64), oldest message first.
+
+    Open WebUI keeps which file belongs to which message in its chat store; the messages it
+    hands a Pipe no longer say. A PDF goes to the graph as the PDF, not as the text Open WebUI
+    would extract from it (sync.py turns that extraction off for these models).
+    """
+    try:
+        from open_webui.models.chats import Chats  # type: ignore[import-not-found]
+    except ImportError:  # outside Open WebUI
+        return []
+    chat_id = str(metadata.get("chat_id") or "")
+    message_id = metadata.get("user_message_id")
+    chain: list[dict[str, Any]] = []
+    messages = await Chats.get_messages_map_by_chat_id(chat_id) if chat_id and message_id else None
+    while messages and message_id in messages and len(chain) <= len(messages):
+        chain.insert(0, messages[message_id])
+        message_id = messages[message_id].get("parentId")
+    if not chain and metadata.get("user_message"):
+        chain = [metadata["user_message"]]  # a temporary chat: only this message is known
+    user_id = str(metadata.get("user_id") or "")
+    turns = []
+    for message in chain:
+        if message.get("role") == "user":
+            items = [item for item in message.get("files") or [] if _is_document(item)]
+            turns.append([await _file_part(item, user_id) for item in items])
+    return turns
+
+
+async def _file_part(item: dict[str, Any], user_id: str) -> dict[str, Any]:
+    """One uploaded file, read from Open WebUI's storage, as an `input_file` part."""
+    from open_webui.models.files import Files  # type: ignore[import-not-found]
+    from open_webui.storage.provider import Storage  # type: ignore[import-not-found]
+
+    name = str(item.get("name") or "file")
+    record = await Files.get_file_by_id_and_user_id(str(item["id"]), user_id)
+    if record is None or not record.path:
+        raise LgosError(f"The attached file '{name}' is no longer in Open WebUI.")
+    try:
+        path = await asyncio.to_thread(Storage.get_file, record.path)
+        data = await asyncio.to_thread(Path(path).read_bytes)
+    except OSError as exc:
+        raise LgosError(f"The attached file '{name}' cannot be read: {exc}") from exc
+    meta = record.meta or {}
+    mime = str(
+        meta.get("content_type") or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    )
+    encoded = base64.b64encode(data).decode()
+    return {
+        "type": "input_file",
+        "filename": str(meta.get("name") or name),
+        "file_data": f"data:{mime};base64,{encoded}",
+    }
 
 
 def answer_texts(response: dict[str, Any]) -> list[str]:
@@ -633,7 +740,13 @@ class Pipe:
         turn.function_id = body["model"].split(".", 1)[0]
         async with self._client() as client:
             turn.client = client
-            texts = turn.run(to_input(body.get("messages") or []), metadata, self.pending)
+            try:
+                attachments = await attached_files(metadata)
+            except LgosError as exc:
+                yield f"**Not sent:** {exc}"
+                return
+            messages = to_input(body.get("messages") or [], attachments)
+            texts = turn.run(messages, metadata, self.pending)
             try:
                 async for text in texts:
                     yield text

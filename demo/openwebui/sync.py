@@ -225,6 +225,25 @@ def load_starters() -> dict[str, list[dict[str, str]]]:
     return data
 
 
+def capabilities(features: list[str]) -> dict[str, bool]:
+    """What Open WebUI offers in a chat with a graph, from the features it declares.
+
+    Images need `file_upload` too (Open WebUI uploads them before it sends them); a graph that
+    takes images but not files then refuses an attached PDF with LGOS's own message. Files go
+    to the graph as files (the Pipe reads them from Open WebUI's storage): `file_context` off
+    keeps Open WebUI from also pasting their extracted text into the prompt, and
+    `builtin_tools` off from adding `<attached_files>` tags to the user's message.
+    """
+    images, files = "image_input" in features, "file_input" in features
+    return {
+        "vision": images,
+        "file_upload": images or files,
+        "file_context": False,
+        "builtin_tools": False,
+        "citations": True,
+    }
+
+
 def install_models(
     url: str, token: str, models: list[dict[str, Any]], function_id: str = FUNCTION_ID
 ) -> list[str]:
@@ -245,7 +264,7 @@ def install_models(
             "meta": {
                 "description": f"{description} [{features}]",
                 OWNER_MARK: True,
-                "capabilities": {"vision": False, "file_upload": False, "citations": True},
+                "capabilities": capabilities(lgos.get("features") or []),
                 # "Answer now" under the messages of graphs that pause for a review.
                 "actionIds": [ACTION_ID] if reviews else [],
                 # The prompts offered on an empty chat with this model.

@@ -69,16 +69,24 @@ def _parse_constant(text: str) -> _Rejected:
     return _Rejected(f"'{text}', which is not valid JSON")
 
 
+# One decoder for every call: `json.loads` with hooks builds a new decoder and scanner each
+# time, which cost as much as parsing a small request body.
+_DECODER = json.JSONDecoder(
+    parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
+)
+
+
 def loads(text: str | bytes) -> Any:
     """Parse JSON; raise `json.JSONDecodeError` (or `UnicodeDecodeError`) for a syntax error
     and `JSONLimitError` for valid JSON that is too deep, has an oversized number, or a NUL."""
+    # What `json.loads` does before decoding: refuse a BOM in text, detect a bytes encoding.
+    if isinstance(text, str):
+        if text.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    else:
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
     try:
-        value = json.loads(
-            text,
-            parse_int=_parse_int,
-            parse_float=_parse_float,
-            parse_constant=_parse_constant,
-        )
+        value = _DECODER.decode(text)
     except RecursionError:
         # Deeper than the interpreter allows: the value never existed, so find the place
         # from the text itself.
@@ -92,7 +100,37 @@ def _too_deep() -> str:
 
 
 def _check(root: Any) -> None:
-    # Iterative, so checking a deep value cannot itself overflow the stack.
+    if not _within_limits(root):
+        _locate_breach(root)
+
+
+def _within_limits(root: Any) -> bool:
+    """The check of every request body: depth counts only, no paths (paths are built only
+    to report a breach). Iterative, so checking a deep value cannot overflow the stack."""
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return False
+        elif isinstance(value, dict):
+            if depth >= MAX_DEPTH:
+                return False
+            for key, item in value.items():
+                if "\x00" in key:
+                    return False
+                stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            if depth >= MAX_DEPTH:
+                return False
+            stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, _Rejected):
+            return False
+    return True
+
+
+def _locate_breach(root: Any) -> None:
+    """Raise `JSONLimitError` for the first breach, with its path."""
     stack: list[tuple[Any, tuple[int | str, ...]]] = [(root, ())]
     while stack:
         value, path = stack.pop()

@@ -56,6 +56,7 @@ class LanggraphOpenaiServe:
         self.owner_scope = owner_scope or checkpoint_scope
         self.max_body_bytes = (limits or RequestLimits()).max_body_bytes
         self.mcp: Any = None  # the McpEndpoint, once bound
+        self.a2a: Any = None  # the A2aEndpoint, once bound
 
     def bind_mcp(
         self, path: str = "/mcp", allowed_origins: Sequence[str] = ()
@@ -73,6 +74,24 @@ class LanggraphOpenaiServe:
         )
         # First, so a catch-all of the OpenAI routes (prefix "/") cannot shadow it.
         self.app.router.routes[0:0] = self.mcp.routes(path)
+        return self
+
+    def bind_a2a(
+        self, path: str = "/a2a", allowed_origins: Sequence[str] = ()
+    ) -> LanggraphOpenaiServe:
+        """The same graphs as A2A agents under `path` (needs the `a2a` extra): one per graph
+        at `<path>/<model>`, its card at `<path>/<model>/.well-known/agent-card.json`. The
+        host's lifespan must enter `self.a2a.lifespan()`, which stops running tasks."""
+        from lgos.protocols.a2a import A2aEndpoint
+
+        self.a2a = A2aEndpoint(
+            self.registry,
+            self.owner_scope,
+            max_body_bytes=self.max_body_bytes,
+            allowed_origins=allowed_origins,
+            background=self.routes.background,
+        )
+        self.app.router.routes[0:0] = self.a2a.routes(path)
         return self
 
     def bind_openai_api(self, prefix: str = "/v1") -> LanggraphOpenaiServe:

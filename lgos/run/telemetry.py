@@ -100,16 +100,27 @@ class Workflow:
         self._span = instruments.tracer.start_span(
             f"invoke_workflow {model}", kind=SpanKind.INTERNAL, attributes=attributes
         )
-        self._context = trace.set_span_in_context(NonRecordingSpan(self._span.get_span_context()))
+        span_context = self._span.get_span_context()
+        # No SDK and no parent: the span is the invalid no-op span, and running the graph
+        # under it would change nothing a callback can see, so the run skips attaching a
+        # context at every step (a per-request cost otherwise paid for nothing).
+        self._context = (
+            trace.set_span_in_context(NonRecordingSpan(span_context))
+            if span_context.is_valid
+            else None
+        )
         self._start = timeit.default_timer()
         self._done = False
 
     def attach(self) -> object:
+        if self._context is None:
+            return None
         return otel_context.attach(self._context)
 
     @staticmethod
     def detach(token: object) -> None:
-        otel_context.detach(token)  # type: ignore[arg-type]
+        if token is not None:
+            otel_context.detach(token)  # type: ignore[arg-type]
 
     def succeed(self) -> None:
         self._finish(None)

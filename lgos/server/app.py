@@ -251,9 +251,12 @@ def create_app(
                 store_by_default=settings.STORE_RESPONSES,
                 limits=limits,
             ).bind_openai_api(settings.OPENAI_API_PREFIX)
-            if settings.ENABLE_MCP and mcp_installed():
+            if settings.ENABLE_MCP and extra_installed("mcp", "ENABLE_MCP"):
                 serve.bind_mcp(settings.MCP_PATH, allowed_origins=settings.CORS_ORIGINS)
                 await stack.enter_async_context(serve.mcp.lifespan())
+            if settings.ENABLE_A2A and extra_installed("a2a", "ENABLE_A2A"):
+                serve.bind_a2a(settings.A2A_PATH, allowed_origins=settings.CORS_ORIGINS)
+                await stack.enter_async_context(serve.a2a.lifespan())
             tasks = [asyncio.create_task(watch_file_descriptors())]
             if settings.RESPONSE_SWEEP_INTERVAL_MINUTES > 0 and resources.response_store:
                 tasks.append(asyncio.create_task(sweep_stored_responses(resources, settings)))
@@ -285,15 +288,16 @@ def create_app(
     return app
 
 
-def mcp_installed() -> bool:
-    """MCP is on by default but an extra: without it the OpenAI API serves alone, and says so."""
+def extra_installed(extra: str, setting: str) -> bool:
+    """An agent protocol is on by default but an extra: without it the server goes on
+    without it, and says so."""
     import importlib.util
 
-    if importlib.util.find_spec("mcp") is not None:
+    if importlib.util.find_spec(extra) is not None:
         return True
     logger.warning(
-        "server.mcp.unavailable",
-        extra={"detail": "install lgos[mcp] to serve MCP, or set LGOS_ENABLE_MCP=false"},
+        f"server.{extra}.unavailable",
+        extra={"detail": f"install lgos[{extra}] to serve it, or set LGOS_{setting}=false"},
     )
     return False
 

@@ -19,6 +19,9 @@ from opentelemetry import trace
 
 from lgos.core import log_fields
 
+# One encoder for every record: `json.dumps(..., default=str)` builds a new one per call, and
+# every request writes a record. The output is the same.
+_ENCODER = json.JSONEncoder(default=str)
 # LogRecord attributes that are not user extras.
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
 # Loggers shown at INFO besides the registry's own package; everything else at WARNING.
@@ -59,7 +62,7 @@ class JSONFormatter(logging.Formatter):
         payload.update(_extras(record))
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
-        return json.dumps(payload, default=str)
+        return _ENCODER.encode(payload)
 
 
 class ConsoleFormatter(logging.Formatter):

@@ -56,6 +56,10 @@ class ServerSettings(BaseSettings):
     # `mcp` extra. docs/mcp-a2a.md.
     ENABLE_MCP: bool = True
     MCP_PATH: str = "/mcp"
+    # The graphs as A2A agents (JSON-RPC), one under this path per graph; needs the `a2a`
+    # extra. docs/mcp-a2a.md.
+    ENABLE_A2A: bool = True
+    A2A_PATH: str = "/a2a"
 
     @field_validator("OPENAI_API_PREFIX")
     @classmethod
@@ -64,11 +68,11 @@ class ServerSettings(BaseSettings):
             raise ValueError("must start with '/'")
         return value.rstrip("/") or "/"
 
-    @field_validator("MCP_PATH")
+    @field_validator("MCP_PATH", "A2A_PATH")
     @classmethod
     def _mcp_path(cls, value: str) -> str:
         if not value.startswith("/") or value.rstrip("/") == "":
-            raise ValueError("must start with '/' and name a path, such as '/mcp'")
+            raise ValueError("must start with '/' and name a path, such as '/mcp' or '/a2a'")
         return value.rstrip("/")
 
     @classmethod

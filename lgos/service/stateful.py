@@ -184,8 +184,10 @@ class StatefulResponses:
         assert prepared.decoded is not None  # the API's request (a worker records nothing)
         input_items = items.input_items(prepared.decoded.body)
         if turn.store:
+            # Built here from the Response just made: validating it again copied every item
+            # on each stored request for nothing.
             await self.store.put_response(
-                StoredResponse(
+                StoredResponse.model_construct(
                     id=response["id"],
                     owner_scope=scope,
                     model=prepared.model,

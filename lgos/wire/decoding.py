@@ -92,8 +92,10 @@ GENERATION_CONTROLS = (
 )
 
 
-def reject_set(body: ApiBody, names: Iterable[str]) -> None:
+def reject_set(body: ApiBody, names: Sequence[str]) -> None:
     """Refuse any of these fields unless unset: the graph decides how its models are called."""
+    if body.model_fields_set.isdisjoint(names):  # the usual request: none of them was sent
+        return
     for name in names:
         if getattr(body, name) is not None:
             raise unsupported(name, "The graph decides how its models are called.")

@@ -568,10 +568,10 @@ def _conversation(
     if body.instructions:
         messages.append(SystemMessage(content=body.instructions))
     if isinstance(body.input, str):
-        items: list[Any] = [*history, MessageItem(role="user", content=body.input)]
-        if not history:
+        if not history:  # the common request: one user text, no item model to build
             messages.append(HumanMessage(content=body.input))
             return tuple(messages), None
+        items: list[Any] = [*history, MessageItem(role="user", content=body.input)]
     else:
         items = [*history, *body.input]
     call_names = {item.call_id: item.name for item in items if isinstance(item, FunctionCallItem)}

@@ -126,6 +126,14 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 description="Three steps; the second waits for the test's gate.",
                 features=frozenset({BACKGROUND}),
             ),
+            # The same steps for a client that cannot ask for the background (A2A): a long task
+            # of the engine by default.
+            "long-steps": GraphConfig(
+                graph=gated_steps_graph(uri),
+                description="The gated steps, in the background by default.",
+                features=frozenset({BACKGROUND}),
+                background_by_default=True,
+            ),
             "failing": GraphConfig(
                 graph=failing_graph(),
                 description="Always raises.",

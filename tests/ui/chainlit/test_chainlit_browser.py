@@ -18,6 +18,8 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Locator, Page, expect
 
+from tests.support.media import pdf, png
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
 
 WAITING = re.compile(r"Background run: Waiting for your review")
@@ -510,3 +512,60 @@ def test_review_survives_reload_and_restart(
     expect(chat.page.get_by_text(COMPLETED)).to_have_count(1)
     report = chat.page.get_by_text("Background report for: Reload safety", exact=True)
     expect(report).to_have_count(2)  # in the card and as the answer
+
+
+# Odd sizes, so the dimensions in the answer can only come from this file.
+WIDTH, HEIGHT = 161, 97
+
+
+def attach(chat: Chat, *files: tuple[str, str, bytes]) -> None:
+    """Pick files for the paperclip (its file input, as the file picker fills it), and wait
+    until each is uploaded and shows in the composer: images as pictures, others by name."""
+    for name, mime, data in files:
+        with chat.page.expect_response(lambda r: "/project/file?" in r.url) as uploaded:
+            chat.page.locator("#upload-button-input").set_input_files(
+                [{"name": name, "mimeType": mime, "buffer": data}]
+            )
+        assert uploaded.value.status == 200, f"{name}: {uploaded.value.text()}"
+    shown = chat.page.locator("#attachments")
+    for name, mime, _ in files:
+        if mime.startswith("image/"):
+            expect(shown.get_by_role("img", name=name)).to_be_visible()
+        else:
+            expect(shown.get_by_text(name, exact=True)).to_be_visible()
+
+
+def test_an_attached_image_and_pdf_reach_the_graph_as_blocks(
+    chat: Chat, screenshot_dir: Path
+) -> None:
+    image, document = png(WIDTH, HEIGHT), pdf()
+    chat.pick_model("everything-agent")
+    # A first message settles the chat's session: right after a profile change Chainlit may
+    # reconnect once more under a new session id, and a file uploaded into the session being
+    # replaced is not sent with the message (a person is slower than that; a test is not).
+    chat.send("Hello")
+    expect(chat.page.get_by_text("You asked: Hello")).to_be_visible()
+    attach(chat, ("chart.png", "image/png", image), ("brief.pdf", "application/pdf", document))
+    chat.send("What did I attach?")
+    # The fake model measures what it received: the image's own header gives its size, and
+    # the PDF arrives as a file block with its name and type (not as extracted text).
+    answer = chat.page.get_by_text(re.compile(r"^I received ")).last
+    expect(answer).to_contain_text(f"an image (image/png, {len(image)} bytes, {WIDTH}x{HEIGHT}")
+    expect(answer).to_contain_text(f"a file 'brief.pdf' (application/pdf, {len(document)} bytes)")
+    expect(answer).to_contain_text("You asked: What did I attach?")
+    # The user's message shows what was sent with it.
+    expect(chat.page.get_by_role("img", name="chart.png")).to_be_visible()
+    expect(chat.page.get_by_role("button", name="Open PDF in a larger view")).to_be_visible()
+    chat.shot(screenshot_dir, "attachments")
+
+
+def test_the_paperclip_is_there_only_for_graphs_that_take_attachments(chat: Chat) -> None:
+    # simple-graph takes text only: no paperclip, so nothing is attached only to be refused.
+    expect(chat.page.locator("#chat-profiles")).to_contain_text("simple-graph")
+    expect(chat.page.locator("#chat-input")).to_be_visible()
+    expect(chat.page.locator("#upload-button")).to_have_count(0)
+    chat.pick_model("everything-agent")
+    expect(chat.page.locator("#upload-button")).to_be_visible()
+    # It offers the types LGOS passes on to a graph that takes images and files.
+    accept = chat.page.locator("#upload-button-input").get_attribute("accept") or ""
+    assert {"image/png", "image/jpeg", "application/pdf"} <= set(accept.split(","))

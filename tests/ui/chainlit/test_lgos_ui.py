@@ -218,3 +218,31 @@ def test_gateway_wrapped_errors_show_the_lgos_message() -> None:
     body = {"error": {"message": wrapped, "type": None, "param": None, "code": "400"}}
     assert ui.readable_error("Error code: 400", body) == inner["error"]["message"]
     assert ui.readable_error("plain", None) == "plain"
+
+
+def test_the_paperclip_offers_what_the_graph_takes() -> None:
+    def model(*features: str) -> ui.ModelInfo:
+        return ui.parse_model({"id": "g", "lgos": {"features": list(features)}})
+
+    assert ui.upload_types(model("background")) == []
+    assert ui.upload_types(model("image_input")) == list(ui.IMAGE_TYPES)
+    assert "application/pdf" in ui.upload_types(model("file_input"))
+    assert "image/png" not in ui.upload_types(model("file_input"))
+
+
+def test_attachments_become_input_parts_beside_the_text() -> None:
+    image = ui.attachment_part("chart.png", "image/png", b"\x89PNG")
+    document = ui.attachment_part("brief.pdf", "application/pdf", b"%PDF")
+    assert image == {"type": "input_image", "image_url": "data:image/png;base64,iVBORw=="}
+    assert document == {
+        "type": "input_file",
+        "filename": "brief.pdf",
+        "file_data": "data:application/pdf;base64,JVBERg==",
+    }
+    assert ui.user_content("What is this?", []) == "What is this?"
+    assert ui.user_content("What is this?", [image]) == [
+        {"type": "input_text", "text": "What is this?"},
+        image,
+    ]
+    # A message with only files has no empty text part.
+    assert ui.user_content("", [document]) == [document]

@@ -12,8 +12,10 @@ import time
 from typing import Any
 
 import pytest
-from owui_support import Gateway, IdleStack, OpenWebUI, http_json, screenshot
+from owui_support import Gateway, IdleStack, OpenWebUI, http_json, pdf_with_text, screenshot
 from playwright.sync_api import Page, expect
+
+from tests.support.media import png
 
 # Starts real processes (or a browser): slower than the suite-wide timeout on a busy host.
 pytestmark = pytest.mark.timeout(900, func_only=True)
@@ -583,3 +585,67 @@ def test_a_waiting_review_survives_an_openwebui_restart(
     expect(card).to_contain_text("Approve publishing 'Plan across a restart'?")
     card.get_by_role("button", name=re.compile("^Approve")).click()
     expect(last_answer(page)).to_contain_text("Published 'Plan across a restart'.")
+
+
+# Odd sizes, so the dimensions in the answer can only come from this file.
+WIDTH, HEIGHT = 161, 97
+
+
+def chat_files_input(page: Page) -> Any:
+    """The file input of the chat box (the other one, `capture`, is the camera's)."""
+    return page.locator("input[type=file][multiple]:not([capture])")
+
+
+def chat_box(page: Page) -> Any:
+    """The form around the chat box, where attachments wait to be sent."""
+    return page.locator("form", has=page.locator("#chat-input"))
+
+
+def attach(page: Page, *files: tuple[str, str, bytes]) -> None:
+    """Pick files for the chat box (the file input its "Upload Files" menu opens), and wait
+    until Open WebUI has uploaded them all."""
+    chat_files_input(page).set_input_files(
+        [{"name": name, "mimeType": mime, "buffer": data} for name, mime, data in files]
+    )
+    for name, mime, _ in files:
+        if not mime.startswith("image/"):
+            expect(chat_box(page).get_by_text(name, exact=True)).to_be_visible()
+    # The spinner of a file being uploaded (Open WebUI's own Spinner component).
+    expect(chat_box(page).locator(".spinner_ajPY")).to_have_count(0)
+
+
+def test_an_attached_image_and_pdf_reach_the_graph_as_blocks(
+    page: Page, openwebui_url: str, admin_token: str, user_valves: Any
+) -> None:
+    user_valves()
+    image, document = png(WIDTH, HEIGHT), pdf_with_text("Quarterly brief")
+    open_chat(page, openwebui_url, "lgos.everything-agent")
+    attach(page, ("chart.png", "image/png", image), ("brief.pdf", "application/pdf", document))
+    send(page, "What did I attach?")
+    answer = last_answer(page)
+    # The fake model measures what it received: the image's own header gives its size, and
+    # the PDF arrives as a file block with its name, type and bytes, not as extracted text.
+    expect(answer).to_contain_text(f"an image (image/png, {len(image)} bytes, {WIDTH}x{HEIGHT}")
+    expect(answer).to_contain_text(f"a file 'brief.pdf' (application/pdf, {len(document)} bytes)")
+    expect(answer).to_contain_text("You asked: What did I attach?")
+    # Nothing Open WebUI adds on its own (extracted text, <attached_files> tags) reached it.
+    expect(answer).not_to_contain_text("Quarterly brief")
+    expect(answer).not_to_contain_text("attached_files")
+    expect_finished(page)
+    screenshot(page, "attachments")
+    # The next turn goes on without new attachments: the graph is told of none.
+    send(page, "And now?")
+    expect(last_answer(page)).to_contain_text("You asked: And now?")
+    expect(last_answer(page)).not_to_contain_text("I received")
+
+
+def test_an_image_attached_to_a_text_only_graph_is_refused_before_it_is_sent(
+    page: Page, openwebui_url: str
+) -> None:
+    # sync.py tells Open WebUI which graphs take images (vision) and files (file_upload).
+    open_chat(page, openwebui_url, "lgos.simple-graph")
+    chat_files_input(page).set_input_files(
+        [{"name": "chart.png", "mimeType": "image/png", "buffer": png(WIDTH, HEIGHT)}]
+    )
+    expect(page.get_by_text("do not support image inputs")).to_be_visible()
+    expect(chat_box(page).get_by_role("img")).to_have_count(0)

@@ -62,6 +62,52 @@ def test_chat_history_becomes_responses_input() -> None:
     ]
 
 
+def test_images_and_each_messages_files_become_input_parts() -> None:
+    image = "data:image/png;base64,iVBORw0KGgo="
+    pdf = {
+        "type": "input_file",
+        "filename": "a.pdf",
+        "file_data": "data:application/pdf;base64,JQ==",
+    }
+    messages = [
+        {"role": "user", "content": "Read this"},
+        {"role": "assistant", "content": "Done"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "And this"},
+                {"type": "image_url", "image_url": {"url": image, "detail": "low"}},
+            ],
+        },
+    ]
+    # Files go with the user message they were attached to (here: the first one).
+    assert pipe.to_input(messages, [[pdf], []]) == [
+        {"role": "user", "content": [{"type": "input_text", "text": "Read this"}, pdf]},
+        {"role": "assistant", "content": "Done"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "And this"},
+                {"type": "input_image", "image_url": image, "detail": "low"},
+            ],
+        },
+    ]
+
+
+def test_sync_offers_uploads_only_to_graphs_that_take_them() -> None:
+    text_only = sync.capabilities(["background"])
+    assert not text_only["vision"]
+    assert not text_only["file_upload"]
+    images = sync.capabilities(["image_input"])
+    # Open WebUI uploads an image before it sends it: vision alone would refuse it.
+    assert images["vision"]
+    assert images["file_upload"]
+    both = sync.capabilities(["image_input", "file_input"])
+    # The graph gets the file itself: no extracted text, no <attached_files> tags besides.
+    assert not both["file_context"]
+    assert not both["builtin_tools"]
+
+
 def test_commentary_is_not_part_of_the_answer() -> None:
     def message(text: str, phase: str) -> dict[str, Any]:
         content = [{"type": "output_text", "text": text, "annotations": []}]

@@ -14,8 +14,10 @@ if [ "${1:-}" = postgres ]; then
     mkdir -p "$PGDATA" && chown postgres:postgres "$PGDATA" && chmod 0700 "$PGDATA"
     if [ ! -s "$PGDATA/PG_VERSION" ]; then
         pwfile=$(mktemp) && printf '%s' "$POSTGRES_PASSWORD" > "$pwfile" && chown postgres "$pwfile"
+        # UTF-8 as in the official image (its LANG is en_US.utf8): the minimal base has no locale,
+        # and initdb would pick SQL_ASCII, whose text psycopg returns as bytes (DBOS then fails).
         as_postgres initdb -D "$PGDATA" -U "$user" --pwfile="$pwfile" --auth-local=trust \
-            --auth-host=scram-sha-256 >/dev/null
+            --auth-host=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8 >/dev/null
         rm -f "$pwfile"
         echo "host all all all scram-sha-256" >> "$PGDATA/pg_hba.conf"
         if [ "$db" != postgres ]; then

@@ -1,0 +1,145 @@
+"""A2A tasks of background graphs on DBOS and on Hatchet, across real processes: the task is
+a background Response of the engine, so the other API process (or a restarted one) answers for
+it, resubscribing replays the durable event log without a gap or a repeat, and cancelling stops
+the worker's run.
+
+The client is the official `a2a-sdk`; the agent is `tests.background.registry`'s `long-steps`."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+import pytest
+from a2a.client import Client, ClientConfig, create_client
+from a2a.types.a2a_pb2 import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    TaskState,
+)
+
+from tests.background.conftest import Deployment, spawn
+from tests.background.test_conformance import step_seen, topic
+from tests.support.processes import START_TIMEOUT
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.processes,
+    pytest.mark.timeout(600),
+]
+
+
+@pytest.fixture(params=["dbos", "hatchet"])
+async def workers(request: pytest.FixtureRequest) -> Deployment:
+    found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
+    found.ensure_workers()
+    return found
+
+
+@asynccontextmanager
+async def agent(deployment: Deployment, api: int, model: str) -> AsyncIterator[Client]:
+    url = f"{deployment.apis[api].base_url}/a2a/{model}"
+    async with httpx.AsyncClient(timeout=120) as http:
+        client = await create_client(url, ClientConfig(streaming=True, httpx_client=http))
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+def message(text: str) -> SendMessageRequest:
+    sent = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[Part(text=text)])
+    return SendMessageRequest(message=sent)
+
+
+def chunks(events: list[StreamResponse]) -> str:
+    return "".join(
+        part.text
+        for event in events
+        if event.HasField("artifact_update") and not event.artifact_update.last_chunk
+        for part in event.artifact_update.artifact.parts
+    )
+
+
+async def test_a_task_resubscribed_on_the_other_api_loses_and_repeats_nothing(
+    workers: Deployment,
+) -> None:
+    name = topic()
+    async with agent(workers, 0, "long-steps") as first:
+        stream = first.send_message(message(name))
+        before: list[StreamResponse] = []
+        async for event in stream:
+            before.append(event)
+            if event.HasField("status_update"):
+                break  # working: the client goes away
+        await stream.aclose()  # type: ignore[attr-defined]
+    task_id = before[0].task.id
+    assert task_id.startswith("resp_")
+    await step_seen(workers, name, "step_2", "started")
+    async with agent(workers, 1, "long-steps") as second:
+        resubscribed = second.subscribe(SubscribeToTaskRequest(id=task_id))
+        snapshot = await anext(resubscribed)
+        await workers.open_gate(name)
+        after = [event async for event in resubscribed]
+        fetched = await second.get_task(GetTaskRequest(id=task_id))
+    assert snapshot.task.id == task_id
+    assert snapshot.task.status.state == TaskState.TASK_STATE_WORKING
+    assert not snapshot.task.artifacts  # nothing was written before the disconnect
+    answer = f"Steps done for {name}: step_1, step_2, step_3"
+    # Every chunk after the snapshot, once: together they are the answer.
+    assert chunks(after) == answer
+    assert after[-2].artifact_update.last_chunk
+    assert after[-2].artifact_update.artifact.parts[0].text == answer
+    assert after[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    assert [s.status_update.status.state for s in after if s.HasField("status_update")] == [
+        TaskState.TASK_STATE_COMPLETED
+    ]
+    assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
+    assert fetched.artifacts[0].parts[0].text == answer
+    assert fetched.context_id == before[0].task.context_id
+
+
+async def test_cancelling_the_task_cancels_the_workers_run(workers: Deployment) -> None:
+    name = topic()
+    async with agent(workers, 0, "long-steps") as client:
+        stream = client.send_message(message(name))
+        created = await anext(stream)
+        await stream.aclose()  # type: ignore[attr-defined]
+        await step_seen(workers, name, "step_2", "started")
+    async with agent(workers, 1, "long-steps") as other:
+        cancelled = await other.cancel_task(CancelTaskRequest(id=created.task.id))
+        fetched = await other.get_task(GetTaskRequest(id=created.task.id))
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert fetched.status.state == TaskState.TASK_STATE_CANCELED
+    await step_seen(workers, name, "step_2", "cancelled")
+
+
+async def test_a_task_outlives_the_api_that_created_it(workers: Deployment) -> None:
+    """The API process is stopped mid-task and started again: the new process answers for the
+    task, and the task completes."""
+    name = topic()
+    async with agent(workers, 0, "long-steps") as client:
+        stream = client.send_message(message(name))
+        created = await anext(stream)
+        await stream.aclose()  # type: ignore[attr-defined]
+    await step_seen(workers, name, "step_2", "started")
+    workers.apis[0].stop()
+    workers.apis[0] = spawn("serve", workers.env, "--port", "0")
+    workers.apis[0].wait_until_serving(timeout=START_TIMEOUT)
+    async with agent(workers, 0, "long-steps") as restarted:
+        resubscribed = restarted.subscribe(SubscribeToTaskRequest(id=created.task.id))
+        snapshot = await anext(resubscribed)
+        await workers.open_gate(name)
+        after = [event async for event in resubscribed]
+    assert snapshot.task.status.state == TaskState.TASK_STATE_WORKING
+    assert chunks(after) == f"Steps done for {name}: step_1, step_2, step_3"
+    assert after[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
