@@ -36,11 +36,11 @@ class StoredResponse(BaseModel):
     created_at: int = Field(default_factory=now)
     # JSON columns, read back as stored (the service layer reads them as the wire's types):
     # this Response's input items,
-    input_items: list[dict[str, Any]] = Field(default_factory=list)
+    input_items: Sequence[Mapping[str, Any]] = Field(default_factory=list)
     # the conversation before them (earlier turns' input and output items, in order),
-    history: list[dict[str, Any]] = Field(default_factory=list)
+    history: Sequence[Mapping[str, Any]] = Field(default_factory=list)
     # and the final Response; None for a background Response (the engine holds it).
-    response: dict[str, Any] | None = None
+    response: Mapping[str, Any] | None = None
     background: bool = False
     # Created with stream=true: it has events in the store's event log (under `events_key`).
     stream: bool = False

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.content import ReasoningContentBlock
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -148,14 +149,14 @@ class ReasoningItem(StrictBody):
     encrypted_content: str | None = None
     status: str | None = None
 
-    def blocks(self) -> list[dict[str, Any]]:
+    def blocks(self) -> list[ReasoningContentBlock]:
         """LangChain reasoning blocks, one per summary part, shaped as `ChatOpenAI` reads them
         back into a Responses reasoning item (so a graph that forwards the message to OpenAI
         replays the item whole)."""
-        common: dict[str, Any] = {"type": "reasoning"}
+        common: ReasoningContentBlock = {"type": "reasoning"}
         if self.id is not None:
             common["id"] = self.id
-        extras: dict[str, Any] = {}
+        extras: dict[str, object] = {}
         if self.encrypted_content is not None:
             extras["encrypted_content"] = self.encrypted_content
         if self.content is not None:
@@ -627,7 +628,7 @@ def _item_messages(items: list[Any], *, offset: int, first_message: int) -> list
     messages: list[BaseMessage] = []
     pending_calls: list[Any] = []
     # Reasoning blocks waiting for the AI message their items preceded.
-    reasoning: list[str | dict[str, Any]] = []
+    reasoning: list[ReasoningContentBlock] = []
     calls_by_id: dict[str, str] = {}
     answered: set[str] = set()
     for index, item in enumerate(items):
@@ -665,7 +666,7 @@ def _item_messages(items: list[Any], *, offset: int, first_message: int) -> list
             reasoning = []
             continue
         if reasoning:  # reasoning that led to no answer of its own
-            messages.append(AIMessage(content=reasoning))
+            messages.append(AIMessage(content=_with_reasoning(reasoning, "")))
             reasoning = []
         message = _item_message(item, param, calls_by_id, answered)
         if message is not None:
@@ -708,7 +709,7 @@ def _item_message(
     )
 
 
-def _with_reasoning(reasoning: list[str | dict[str, Any]], text: str) -> str | list[Any]:
+def _with_reasoning(reasoning: list[ReasoningContentBlock], text: str) -> str | list[Any]:
     """An AI message's content: its text, after the reasoning that led to it."""
     if not reasoning:
         return text

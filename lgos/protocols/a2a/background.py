@@ -214,7 +214,7 @@ class TaskEvents:
         self.text = ""
         self.state: TaskState = TaskState.TASK_STATE_SUBMITTED
 
-    async def map(self, events: AsyncIterator[dict[str, Any]]) -> AsyncGenerator[Event, None]:
+    async def map(self, events: AsyncIterator[Mapping[str, Any]]) -> AsyncGenerator[Event, None]:
         async for event in events:
             for mapped in self.absorb(event):
                 yield mapped

@@ -22,6 +22,7 @@ from a2a.types.a2a_pb2 import Message, Part
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Value
 
+from lgos.core.json_schema import JsonSchema
 from lgos.core.run_events import PendingInterrupt
 from lgos.wire.interrupts import interrupt_call_id
 
@@ -40,9 +41,9 @@ class Question:
     text: str
     choices: tuple[str, ...] = ()
     allow_other: bool = True
-    answer_schema: dict[str, Any] | None = None
+    answer_schema: JsonSchema | None = None
 
-    def described(self) -> dict[str, Any]:
+    def described(self) -> dict[str, Any]:  # a protobuf Struct's JSON (its values are Any)
         return {
             "review_id": self.review_id,
             "question": self.text,

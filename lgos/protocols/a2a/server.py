@@ -82,7 +82,7 @@ class A2aEndpoint:
             config = registry.graphs[model]
             # One store per agent: a task id of one graph is unknown to every other.
             store = InMemoryTaskStore()
-            sdk: dict[str, Any] = {
+            sdk: dict[str, Any] = {  # the SDK handler's keyword arguments, of several types
                 "agent_executor": GraphExecutor(registry, model, store),
                 "task_store": store,
                 "agent_card": agent_card(model, config, "http://localhost/"),
