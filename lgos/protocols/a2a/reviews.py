@@ -24,11 +24,11 @@ from google.protobuf.struct_pb2 import Value
 
 from lgos.core.json_schema import JsonSchema
 from lgos.core.run_events import PendingInterrupt
+from lgos.protocols.questions import question_text
 from lgos.wire.interrupts import interrupt_call_id
 
 REVIEWS = "reviews"
 # Keys of a question that steer how it is asked, not what it says.
-_STEERING = frozenset({"question", "choices", "allow_other", "kind", "always"})
 
 
 class RefusedReplyError(Exception):
@@ -86,24 +86,11 @@ def question_for(run_id: str, pending: PendingInterrupt) -> Question:
             allow_other = bool(value.get("allow_other"))
     return Question(
         review_id=interrupt_call_id(run_id, pending.id),
-        text=_question_text(value),
+        text=question_text(value),
         choices=choices,
         allow_other=allow_other,
         answer_schema=pending.response_schema,
     )
-
-
-def _question_text(value: Any) -> str:
-    """The question, with its other details (a report to review, say) below it."""
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, Mapping):
-        return json.dumps(value)
-    lines = [str(value.get("question") or "Please review.")]
-    for key, detail in value.items():
-        if key not in _STEERING:
-            lines.append(f"{key}: {detail if isinstance(detail, str) else json.dumps(detail)}")
-    return "\n".join(lines)
 
 
 def asking_parts(questions: list[Question], note: str | None) -> list[Part]:

@@ -18,12 +18,12 @@ import jsonschema
 
 from lgos.core.json_schema import JsonSchema
 from lgos.core.run_events import PendingInterrupt
+from lgos.protocols.questions import question_text
 from lgos.wire.interrupts import interrupt_call_id
 
 ANSWER_FIELD = "answer"
 OTHER_FIELD = "other"
 # Keys of a question that steer how it is asked, not what it says.
-_STEERING = frozenset({"question", "choices", "allow_other", "kind", "always"})
 _PRIMITIVE_TYPES = frozenset({"string", "number", "integer", "boolean"})
 
 
@@ -88,7 +88,7 @@ class Question:
 def question_for(run_id: str, pending: PendingInterrupt) -> Question:
     value = pending.value
     review_id = interrupt_call_id(run_id, pending.id)
-    message = _message(value)
+    message = question_text(value)
     fields = _flat_form(pending.response_schema)
     if fields is not None:
         return Question(review_id, message, fields, "fields")
@@ -117,19 +117,6 @@ def question_for(run_id: str, pending: PendingInterrupt) -> Question:
         field["description"] = "JSON matching: " + json.dumps(pending.response_schema)
     schema = {"type": "object", "properties": {ANSWER_FIELD: field}, "required": [ANSWER_FIELD]}
     return Question(review_id, message, schema, "answer")
-
-
-def _message(value: Any) -> str:
-    """The question's text, with its other details (a report to review, say) below it."""
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, Mapping):
-        return json.dumps(value)
-    lines = [str(value.get("question") or "Please review.")]
-    for key, detail in value.items():
-        if key not in _STEERING:
-            lines.append(f"{key}: {detail if isinstance(detail, str) else json.dumps(detail)}")
-    return "\n".join(lines)
 
 
 def _flat_form(schema: JsonSchema | None) -> JsonSchema | None:
