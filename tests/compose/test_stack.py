@@ -15,14 +15,17 @@ the later ones skip pointing at it (tests/support/started.py).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.support.browser import launch_chromium, loopback_context
 from tests.support.started import StartFailure, require, start_once
 
 from . import images
@@ -194,6 +197,58 @@ def test_the_uis_answer_on_the_compose_ports(stack: Stack | StartFailure) -> Non
     for variable, path in (("CHAINLIT_PORT", "/"), ("OPENWEBUI_PORT", "/health")):
         response = httpx2.get(started.url(variable, path), timeout=30)
         assert response.status_code == 200, (variable, response.text[:500])
+
+
+@pytest.mark.parametrize("ui", ["chainlit", "openwebui"])
+def test_each_ui_answers_and_takes_a_review_in_a_browser(
+    stack: Stack | StartFailure, playwright: Any, ui: str
+) -> None:
+    """What a user does first on the compose ports, in Chromium: a simple answer, then a
+    review approved, each UI through the stack's LiteLLM to its LGOS."""
+    started = require(stack)
+    if not set(UIS) <= set(started.services):
+        pytest.skip("the UIs run with `just demo/test-compose --all` (hatchet stack)")
+    from playwright.sync_api import expect
+
+    from tests.support import chainlit_page, openwebui_page
+
+    # The stack's containers share two cores: a streamed answer may take a while.
+    expect.set_options(timeout=60_000)
+    browser = launch_chromium(playwright)
+    try:
+        page = loopback_context(browser, viewport={"width": 1280, "height": 900}).new_page()
+        if ui == "chainlit":
+            chat = chainlit_page.Chat(page, started.url("CHAINLIT_PORT", "/"))
+            chat.login()
+            chat.pick_model("simple-graph")
+            chat.send("Hello from compose")
+            expect(page.get_by_text("you said 'Hello from compose'")).to_be_visible()
+            review = chainlit_page.Chat(
+                loopback_context(browser, viewport={"width": 1280, "height": 900}).new_page(),
+                chat.url,
+            )
+            review.login()
+            review.pick_model("interruptible-approval")
+            review.send("Compose plan")
+            review.answer_review("Approve")
+            review.expect_answered("approve")
+            expect(review.page.get_by_text("Published 'Compose plan'.")).to_be_visible()
+        else:
+            url = started.url("OPENWEBUI_PORT", "")
+            openwebui_page.open_chat(page, url, "lgos.simple-graph")
+            openwebui_page.send(page, "Hello from compose")
+            expect(openwebui_page.last_answer(page)).to_contain_text("Hello from compose")
+            openwebui_page.expect_finished(page)
+            openwebui_page.open_chat(page, url, "lgos.interruptible-approval")
+            openwebui_page.send(page, "Compose plan")
+            card = openwebui_page.review_card(page)
+            expect(card).to_contain_text("Approve publishing 'Compose plan'?")
+            card.get_by_role("button", name=re.compile("^Approve")).click()
+            expect(openwebui_page.last_answer(page)).to_contain_text("Published 'Compose plan'.")
+            openwebui_page.expect_finished(page)
+        log(f"{ui}: a simple answer and an approved review in Chromium on the compose ports")
+    finally:
+        browser.close()
 
 
 def test_the_stand_ins_are_the_versions_compose_names() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import re
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -19,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.browser import OFF_MACHINE, launch_chromium
+
 sync_api = pytest.importorskip("playwright.sync_api")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("LGOS_TEST_CHROMIUM", "/usr/bin/chromium")
-OFF_MACHINE = re.compile(r"^https?://(?!127\.0\.0\.1|localhost)")
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +50,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def test_home_page_draws_its_diagram_offline(site: str, playwright: object) -> None:
     """Every wait here has a deadline (the build's subprocess timeouts, the expect timeouts)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)")
     outside: list[str] = []
-    # pytest-playwright's session-wide Playwright: one sync Playwright per test session.
-    browser = playwright.chromium.launch(  # type: ignore[attr-defined]
-        executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
-    )
+    browser = launch_chromium(playwright)
     try:
         page = browser.new_page()
 

@@ -18,7 +18,6 @@ the others (tests/support/started.py).
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import subprocess
 from collections.abc import Callable, Iterator
@@ -27,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.browser import launch_chromium, loopback_context
 from tests.support.processes import LGOS, Process, free_port, lgos
 from tests.support.started import StartFailure, require, start_once
 from tests.support.timings import Timings
@@ -44,17 +44,6 @@ APP_DIR = REPO / "demo" / "chainlit"
 # Screenshots go to the gitignored build folder; `just docs-images` copies them to docs/img.
 SHOTS = REPO / "build" / "screenshots" / "chainlit"
 PG_ADMIN_URL = os.environ.get("LGOS_TEST_POSTGRES_ADMIN", "postgresql://postgres@127.0.0.1:5432")
-CHROMIUM = os.environ.get("LGOS_TEST_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",  # the tests run as root
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-OFF_MACHINE = re.compile(r"^https?://(?!127\.0\.0\.1|localhost)")
 
 
 @pytest.fixture(scope="session")
@@ -282,11 +271,7 @@ def chromium_browser(playwright: Any) -> Iterator[object]:
     pytest-playwright's session-wide Playwright: one sync Playwright per test session."""
     if playwright_api is None:
         pytest.skip("playwright is not installed (uv run --with playwright ...)")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)")
-    browser = playwright.chromium.launch(
-        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-    )
+    browser = launch_chromium(playwright)
     yield browser
     browser.close()
 
@@ -296,10 +281,9 @@ def new_page(chromium_browser: object) -> Iterator[Callable[[], object]]:
     contexts = []
 
     def make(locale: str = "en-US") -> object:
-        context = chromium_browser.new_context(
-            viewport={"width": 1280, "height": 900}, locale=locale
+        context = loopback_context(
+            chromium_browser, viewport={"width": 1280, "height": 900}, locale=locale
         )
-        context.route(OFF_MACHINE, lambda route: route.abort())
         context.set_default_timeout(30_000)
         contexts.append(context)
         return context.new_page()

@@ -23,9 +23,6 @@ from typing import Any
 
 import pytest
 from owui_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    OFF_MACHINE,
     OPENWEBUI_DIR,
     REPO,
     Gateway,
@@ -36,6 +33,7 @@ from owui_support import (
 )
 from playwright.sync_api import Browser, Page, Playwright, expect
 
+from tests.support.browser import launch_chromium, loopback_context
 from tests.support.processes import free_port
 from tests.support.started import StartFailure, require, start_once
 from tests.support.timings import Timings
@@ -277,9 +275,7 @@ def owui_browser(playwright: Playwright) -> Iterator[Browser]:
     One Playwright per test session: a second `sync_playwright()` next to another test
     folder's would fail ("using Playwright Sync API inside the asyncio loop").
     """
-    browser = playwright.chromium.launch(
-        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-    )
+    browser = launch_chromium(playwright)
     yield browser
     browser.close()
 
@@ -287,9 +283,7 @@ def owui_browser(playwright: Playwright) -> Iterator[Browser]:
 @pytest.fixture
 def page(owui_browser: Browser, admin_token: str) -> Iterator[Page]:
     """A fresh browser context per test (this folder's own, in place of pytest-playwright's)."""
-    context = owui_browser.new_context(viewport={"width": 1280, "height": 800})
-    # The UI asks CDNs for fonts and the like; fail those at once instead of waiting.
-    context.route(OFF_MACHINE, lambda route: route.abort())
+    context = loopback_context(owui_browser, viewport={"width": 1280, "height": 800})
     page = context.new_page()
     # What the page itself reported, printed with a failing test's output.
     page.on("pageerror", lambda error: print(f"page error: {error}"))

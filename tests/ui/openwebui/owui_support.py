@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,18 +22,6 @@ REPO = HERE.parents[2]
 OPENWEBUI_DIR = REPO / "demo" / "openwebui"
 # The gitignored build folder; `just docs-images` copies the pictures to docs/img/openwebui.
 SCREENSHOTS = REPO / "build" / "screenshots" / "openwebui"
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-# Root needs --no-sandbox; the rest keep Chromium from calling Google's services.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-OFF_MACHINE = re.compile(r"^https?://(?!127\.0\.0\.1|localhost)")
 START_DEADLINE = 240.0  # seconds; Open WebUI takes 15-30 s to start on 2 cores, more when busy
 
 

@@ -16,39 +16,19 @@ from owui_support import Gateway, IdleStack, OpenWebUI, http_json, pdf_with_text
 from playwright.sync_api import Page, expect
 
 from tests.support.media import png
+from tests.support.openwebui_page import (
+    expect_finished,
+    last_answer,
+    open_chat,
+    review_card,
+    send,
+    status_line,
+)
 
 # Starts real processes (or a browser): slower than the suite-wide timeout on a busy host.
 pytestmark = pytest.mark.timeout(900, func_only=True)
 
 TOPIC = "Quarterly risks"
-
-
-def open_chat(page: Page, url: str, model: str) -> None:
-    page.goto(f"{url}/?models={model}", wait_until="domcontentloaded")
-    # Chromium aborts loads when the machine's network changes (containers starting on a shared
-    # host: net::ERR_NETWORK_CHANGED), and Open WebUI then shows its error page: load it again.
-    failed = page.get_by_text("500: Internal Error")
-    expect(page.locator("#chat-input").or_(failed)).to_be_visible()
-    if failed.is_visible():
-        page.reload(wait_until="domcontentloaded")
-    expect(page.locator("#chat-input")).to_be_visible()
-
-
-def send(page: Page, text: str) -> None:
-    # The chat box is a contenteditable editor, not an <input>: type into it like a user.
-    page.locator("#chat-input").click()
-    page.keyboard.type(text)
-    page.keyboard.press("Enter")
-
-
-def last_answer(page: Page) -> Any:
-    """The text of the last assistant message (without its model name and status line)."""
-    return page.locator("#messages-container #response-content-container").last
-
-
-def expect_finished(page: Page) -> None:
-    """Open WebUI turns the Stop button back into the send/voice button when a reply ends."""
-    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
 
 
 def background_response_id(page: Page, url: str, token: str) -> str:
@@ -76,11 +56,6 @@ def assert_cancelled(url: str, key: str | None = None) -> None:
     assert status == "cancelled"
 
 
-def review_card(page: Page) -> Any:
-    """Open WebUI's question card, under the message that asks (not a modal dialog)."""
-    return page.locator("section").filter(has_text="Submit answers").last
-
-
 def stored_chat(url: str, token: str, page: Page) -> dict[str, Any]:
     """The chat of the page as Open WebUI stored it."""
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+"))
@@ -96,11 +71,6 @@ def last_message(url: str, token: str, page: Page) -> dict[str, Any]:
 def chat_content(url: str, token: str, page: Page) -> str:
     """The last assistant message as Open WebUI stored it (its raw markdown)."""
     return str(last_message(url, token, page)["content"])
-
-
-def status_line(page: Page) -> Any:
-    """The status line under the model name of the (last) answer."""
-    return page.get_by_role("button", name="Toggle status history").last
 
 
 def test_first_page_has_no_modal_and_offers_the_graph_starters(

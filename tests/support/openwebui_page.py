@@ -1,0 +1,47 @@
+"""Open WebUI with the LGOS Pipe as a person uses it, in words of the page (Playwright): open a
+chat with a graph, type, read the answer and its status line, find the review card. Used by the
+Open WebUI browser tests and by the compose stack's browser pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import Page, expect
+
+
+def open_chat(page: Page, url: str, model: str) -> None:
+    page.goto(f"{url}/?models={model}", wait_until="domcontentloaded")
+    # Chromium aborts loads when the machine's network changes (containers starting on a shared
+    # host: net::ERR_NETWORK_CHANGED), and Open WebUI then shows its error page: load it again.
+    failed = page.get_by_text("500: Internal Error")
+    expect(page.locator("#chat-input").or_(failed)).to_be_visible()
+    if failed.is_visible():
+        page.reload(wait_until="domcontentloaded")
+    expect(page.locator("#chat-input")).to_be_visible()
+
+
+def send(page: Page, text: str) -> None:
+    # The chat box is a contenteditable editor, not an <input>: type into it like a user.
+    page.locator("#chat-input").click()
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+
+
+def last_answer(page: Page) -> Any:
+    """The text of the last assistant message (without its model name and status line)."""
+    return page.locator("#messages-container #response-content-container").last
+
+
+def expect_finished(page: Page) -> None:
+    """Open WebUI turns the Stop button back into the send/voice button when a reply ends."""
+    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+
+
+def review_card(page: Page) -> Any:
+    """Open WebUI's question card, under the message that asks (not a modal dialog)."""
+    return page.locator("section").filter(has_text="Submit answers").last
+
+
+def status_line(page: Page) -> Any:
+    """The status line under the model name of the (last) answer."""
+    return page.get_by_role("button", name="Toggle status history").last
