@@ -3,9 +3,10 @@ clone: its Dockerfile built and its compose file run under a real Docker engine.
 
 Runs with `just demo/test-compose --all` (LGOS_TEST_COMPOSE=1 LGOS_COMPOSE_ALL=1). The project
 is rendered from this checkout (so it installs this checkout's LGOS from its vendor/ wheel),
-with Python 3.11, the version of the python stand-in where no registry answers. Only its dbos
-profile runs: its hatchet profile pins a Hatchet release newer than the Go module proxy serves
-these machines (docs/deployment/compose.md, "Seen running").
+with Python 3.11, the version of the python stand-in where no registry answers. Both profiles
+run. The hatchet profile pins hatchet-lite v0.107.1, newer than the Go module proxy serves these
+machines: where no registry answers it runs on the repo's v0.105.0 stand-in instead, through the
+template's own HATCHET_IMAGE variable (docs/deployment/compose.md, "Seen running").
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ from .test_stack import NOT_OPTED_IN, OPTED_IN, running_or_failure, show_progres
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
 FULL = os.environ.get("LGOS_COMPOSE_ALL") == "1"
 # What the template's compose file calls each upstream image, and the repo's variable for it.
-IMAGE_VARIABLES = {"PYTHON_IMAGE": "DEMO_PYTHON_IMAGE", "POSTGRES_IMAGE": "DEMO_POSTGRES_IMAGE"}
+IMAGE_VARIABLES = {
+    "PYTHON_IMAGE": "DEMO_PYTHON_IMAGE",
+    "POSTGRES_IMAGE": "DEMO_POSTGRES_IMAGE",
+    "HATCHET_IMAGE": "DEMO_HATCHET_IMAGE",
+}
+# profile -> the services to start (their dependencies come along).
+PROFILES = {"dbos": ["api-dbos", "worker-dbos"], "hatchet": ["api", "worker"]}
 
 
 def render(output: Path) -> Path:
@@ -54,10 +61,11 @@ def render(output: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=list(PROFILES))
 def template_stack(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Stack | StartFailure]:
+    profile: str = request.param
     if not OPTED_IN:
         pytest.skip(NOT_OPTED_IN)
     if not FULL:
@@ -74,8 +82,8 @@ def template_stack(
         log(f"rendered the template into {root.name}/ (LGOS from {root.name}/vendor/)")
         return Stack(
             directory=root,
-            profiles=["dbos"],
-            services=["api-dbos", "worker-dbos"],
+            profiles=[profile],
+            services=PROFILES[profile],
             workdir=tmp_path_factory.mktemp("template-compose"),
             variables={
                 ours: variables[theirs]
@@ -86,11 +94,11 @@ def template_stack(
             port_variables=("API_PORT", "POSTGRES_PORT", "HATCHET_UI_PORT"),
         )
 
-    stack = start_once("the template's project", prepared)
+    stack = start_once(f"the template's project ({profile} profile)", prepared)
     if isinstance(stack, StartFailure):
         yield stack
         return
-    with running_or_failure(stack, "the template's compose stack (dbos profile)") as started:
+    with running_or_failure(stack, f"the template's compose stack ({profile} profile)") as started:
         yield started
 
 
