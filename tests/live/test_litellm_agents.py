@@ -14,16 +14,12 @@ from typing import Any
 
 import pytest
 from agents import (
-    Agent,
-    ModelSettings,
-    OpenAIResponsesModel,
-    Runner,
-    function_tool,
     set_tracing_disabled,
 )
 from openai import AsyncOpenAI
-from openai.types.shared import Reasoning
 from pydantic import BaseModel
+
+from tests.support.agents import run_forecaster
 
 from .targets import Target
 
@@ -135,14 +131,6 @@ async def test_an_agents_sdk_agent_with_a_tool_and_an_output_type(
     """The SDK replays the first turn's items (reasoning, and the function call with the null
     `async` field LiteLLM adds) with the tool's result, and parses the schema answer."""
     set_tracing_disabled(True)  # the SDK would otherwise export traces to OpenAI
-    cities: list[str] = []
-
-    @function_tool
-    def get_weather(city: str) -> str:
-        """The weather in a city."""
-        cities.append(city)
-        return f"Sunny in {city}"
-
     client = AsyncOpenAI(
         base_url=litellm_target.base_url,
         api_key=litellm_target.api_key,
@@ -150,34 +138,5 @@ async def test_an_agents_sdk_agent_with_a_tool_and_an_output_type(
         max_retries=0,
         timeout=60,
     )
-    question = "Use get_weather: what is the weather in Paris"
-    agent = Agent(
-        name="forecaster",
-        model=OpenAIResponsesModel(MODEL, client),
-        tools=[get_weather],
-        output_type=Forecast,
-        model_settings=ModelSettings(reasoning=Reasoning(effort="low", summary="auto")),
-    )
     async with client:
-        if streamed:
-            running = Runner.run_streamed(agent, question)
-            async for _event in running.stream_events():
-                pass
-            result: Any = running
-        else:
-            result = await Runner.run(agent, question)
-    assert cities == ["Paris"]
-    assert result.final_output == Forecast(
-        city="Paris", summary=f"Tool results: Sunny in Paris. You asked: {question}"
-    )
-    # The second turn's graph saw the first turn's reasoning, replayed by the SDK.
-    thoughts = [
-        part.text
-        for item in result.new_items
-        if item.type == "reasoning_item"
-        for part in item.raw_item.summary
-    ]
-    assert thoughts == [
-        "The question needs get_weather, so I call it first. Effort: low.",
-        "I have 1 tool result(s) to answer from, after 1 earlier reasoning item(s). Effort: low.",
-    ]
+        await run_forecaster(client, MODEL, streamed=streamed)
