@@ -9,7 +9,9 @@ ENV PYTHONUNBUFFERED=1
 COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
-RUN useradd --system --uid 10001 --home-dir /app chainlit && chown -R chainlit /app
+# The files volume (compose: chainlit-files) takes the owner of this folder when first created:
+# without it the volume is root's and every element the app stores (a review card) fails.
+RUN mkdir -p /app/.files && useradd --system --uid 10001 --home-dir /app chainlit && chown -R chainlit /app
 USER chainlit
 
 EXPOSE 8000

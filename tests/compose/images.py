@@ -64,7 +64,13 @@ IMAGES = [
         "ghcr.io/hatchet-dev/hatchet/hatchet-lite:v0.105.0",
         "hatchet-lite",
         "base",
-        {name: HATCHET_BIN / name for name in ("hatchet-lite", "hatchet-admin", "hatchet-migrate")},
+        {
+            **{
+                name: HATCHET_BIN / name
+                for name in ("hatchet-lite", "hatchet-admin", "hatchet-migrate")
+            },
+            "hatchet-bootstrap.sh": REPO / "scripts" / "hatchet-bootstrap.sh",
+        },
     ),
     Image(
         "DEMO_LITELLM_IMAGE",

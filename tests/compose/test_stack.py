@@ -40,6 +40,7 @@ NOT_OPTED_IN = "the compose stack runs with `just demo/test-compose` (LGOS_TEST_
 
 FULL = os.environ.get("LGOS_COMPOSE_ALL") == "1"
 UIS = ["chainlit", "openwebui", "openwebui-sync"]
+VIEWPORT = {"width": 1280, "height": 900}
 # profile -> (compose profiles, services to start, extra variables). With --all the hatchet
 # stack adds both UIs, and the dbos stack runs with the otel profile, API and worker exporting
 # their traces to the collector.
@@ -199,56 +200,73 @@ def test_the_uis_answer_on_the_compose_ports(stack: Stack | StartFailure) -> Non
         assert response.status_code == 200, (variable, response.text[:500])
 
 
-@pytest.mark.parametrize("ui", ["chainlit", "openwebui"])
 def test_each_ui_answers_and_takes_a_review_in_a_browser(
-    stack: Stack | StartFailure, playwright: Any, ui: str
+    stack: Stack | StartFailure, playwright: Any
 ) -> None:
     """What a user does first on the compose ports, in Chromium: a simple answer, then a
-    review approved, each UI through the stack's LiteLLM to its LGOS."""
+    review approved, in each UI, through the stack's LiteLLM to its LGOS. (One test for both
+    UIs: a parameter of its own would make pytest start the module's stack a second time.)"""
     started = require(stack)
     if not set(UIS) <= set(started.services):
         pytest.skip("the UIs run with `just demo/test-compose --all` (hatchet stack)")
     from playwright.sync_api import expect
 
-    from tests.support import chainlit_page, openwebui_page
-
     # The stack's containers share two cores: a streamed answer may take a while.
     expect.set_options(timeout=60_000)
     browser = launch_chromium(playwright)
     try:
-        page = loopback_context(browser, viewport={"width": 1280, "height": 900}).new_page()
-        if ui == "chainlit":
-            chat = chainlit_page.Chat(page, started.url("CHAINLIT_PORT", "/"))
-            chat.login()
-            chat.pick_model("simple-graph")
-            chat.send("Hello from compose")
-            expect(page.get_by_text("you said 'Hello from compose'")).to_be_visible()
-            review = chainlit_page.Chat(
-                loopback_context(browser, viewport={"width": 1280, "height": 900}).new_page(),
-                chat.url,
-            )
-            review.login()
-            review.pick_model("interruptible-approval")
-            review.send("Compose plan")
-            review.answer_review("Approve")
-            review.expect_answered("approve")
-            expect(review.page.get_by_text("Published 'Compose plan'.")).to_be_visible()
-        else:
-            url = started.url("OPENWEBUI_PORT", "")
-            openwebui_page.open_chat(page, url, "lgos.simple-graph")
-            openwebui_page.send(page, "Hello from compose")
-            expect(openwebui_page.last_answer(page)).to_contain_text("Hello from compose")
-            openwebui_page.expect_finished(page)
-            openwebui_page.open_chat(page, url, "lgos.interruptible-approval")
-            openwebui_page.send(page, "Compose plan")
-            card = openwebui_page.review_card(page)
-            expect(card).to_contain_text("Approve publishing 'Compose plan'?")
-            card.get_by_role("button", name=re.compile("^Approve")).click()
-            expect(openwebui_page.last_answer(page)).to_contain_text("Published 'Compose plan'.")
-            openwebui_page.expect_finished(page)
-        log(f"{ui}: a simple answer and an approved review in Chromium on the compose ports")
+        for ui, run in (("chainlit", chainlit_pass), ("openwebui", openwebui_pass)):
+            try:
+                run(browser, started.url(ui.upper() + "_PORT", "/" if ui == "chainlit" else ""))
+            except AssertionError as error:
+                # What the page missed is in the UI's and the gateway's logs.
+                logs = "\n".join(started.logs([name])[-4000:] for name in (ui, "litellm", "api"))
+                raise AssertionError(f"{ui}: {error}\n{logs}") from None
+            log(f"{ui}: a simple answer and an approved review in Chromium on the compose ports")
     finally:
         browser.close()
+
+
+def chainlit_pass(browser: Any, url: str) -> None:
+    from playwright.sync_api import expect
+
+    from tests.support.chainlit_page import Chat
+
+    def signed_in() -> Chat:
+        chat = Chat(loopback_context(browser, viewport=VIEWPORT).new_page(), url)
+        chat.login()
+        return chat
+
+    chat = signed_in()
+    chat.pick_model("simple-graph")
+    chat.send("Hello from compose")
+    expect(chat.page.get_by_text("you said 'Hello from compose'")).to_be_visible()
+    chat.page.context.close()
+    review = signed_in()  # a new chat: the profile menu starts one
+    review.pick_model("interruptible-approval")
+    review.send("Compose plan")
+    review.answer_review("Approve")
+    review.expect_answered("approve")
+    expect(review.page.get_by_text("Published 'Compose plan'.")).to_be_visible()
+
+
+def openwebui_pass(browser: Any, url: str) -> None:
+    from playwright.sync_api import expect
+
+    from tests.support import openwebui_page as owui
+
+    page = loopback_context(browser, viewport=VIEWPORT).new_page()
+    owui.open_chat(page, url, "lgos.simple-graph")
+    owui.send(page, "Hello from compose")
+    expect(owui.last_answer(page)).to_contain_text("Hello from compose")
+    owui.expect_finished(page)
+    owui.open_chat(page, url, "lgos.interruptible-approval")
+    owui.send(page, "Compose plan")
+    card = owui.review_card(page)
+    expect(card).to_contain_text("Approve publishing 'Compose plan'?")
+    card.get_by_role("button", name=re.compile("^Approve")).click()
+    expect(owui.last_answer(page)).to_contain_text("Published 'Compose plan'.")
+    owui.expect_finished(page)
 
 
 def test_the_stand_ins_are_the_versions_compose_names() -> None:
