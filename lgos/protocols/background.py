@@ -49,6 +49,16 @@ def background_request(
     }
     if stream:
         body["stream"] = True
+    answer = request.response_format
+    if answer is not None and answer.schema is not None:
+        body["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": answer.name or "answer",
+                "schema": dict(answer.schema),
+                "strict": answer.strict,
+            }
+        }
     return responses_decoder.decode(body)
 
 

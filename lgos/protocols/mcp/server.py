@@ -44,7 +44,12 @@ from lgos.core.request import GraphRequest
 from lgos.core.run_events import Commentary, Finished, Interrupted, TextDelta
 from lgos.protocols.mcp.reviews import Question, RefusedAnswerError, question_for, waiting_text
 from lgos.protocols.mcp.tasks import McpTasks
-from lgos.protocols.mcp.tools import decode_arguments, input_schema
+from lgos.protocols.mcp.tools import (
+    decode_arguments,
+    input_schema,
+    output_schema,
+    structured_content,
+)
 from lgos.protocols.origins import OriginGuard
 from lgos.service.background import BackgroundResponses
 from lgos.service.runs import RunPlan, plan_run, run_events
@@ -121,6 +126,7 @@ class McpEndpoint:
             name=model,
             description=config.description,
             input_schema=input_schema(config),
+            output_schema=output_schema(config),
             annotations=types.ToolAnnotations(title=model, open_world_hint=False),
         )
 
@@ -240,7 +246,7 @@ class ToolCall:
                 questions = asked
             else:
                 if isinstance(terminal, Finished):
-                    return text_result(terminal.text or terminal.message.text)
+                    return answer_result(self.config, terminal.text or terminal.message.text)
                 questions = [question_for(terminal.run_id, item) for item in terminal.interrupts]
                 note = None
             answers = await self._ask(questions, note)
@@ -338,6 +344,14 @@ def _package_version() -> str:
 
 def text_result(text: str, *, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
+
+
+def answer_result(config: GraphConfig, text: str) -> types.CallToolResult:
+    """The graph's answer: its text, and for a graph with a declared answer shape the object
+    too (`structuredContent`; the text is the same object as JSON, for older clients)."""
+    result = text_result(text)
+    result.structured_content = structured_content(config, text)
+    return result
 
 
 def error_result(message: str) -> types.CallToolResult:

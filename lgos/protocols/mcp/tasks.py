@@ -39,6 +39,7 @@ from lgos.protocols.background import (
     can_run_as_task,
     failure_message,
 )
+from lgos.protocols.mcp.tools import structured_content
 from lgos.service.background import BackgroundResponses
 from lgos.wire.types.responses import ResponseObject
 
@@ -148,7 +149,8 @@ class McpTasks:
         response = await self._response(ctx, params.task_id)
         task = DetailedTask.of(response)
         if task.status == "completed":
-            task.result = tool_result(response)
+            config = self.background.registry.get(response["model"])
+            task.result = tool_result(response, config)
         return task.wire()
 
     async def update(
@@ -190,7 +192,7 @@ def declared(ctx: ServerRequestContext[Any]) -> bool:
     return bool(extensions) and TASKS_EXTENSION in (extensions or {})
 
 
-def tool_result(response: ResponseObject) -> types.CallToolResult:
+def tool_result(response: ResponseObject, config: GraphConfig) -> types.CallToolResult:
     """The tool result the run gave, as a foreground call would have returned it."""
     failure = failure_message(response)
     if response["status"] != "completed":
@@ -198,8 +200,10 @@ def tool_result(response: ResponseObject) -> types.CallToolResult:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], is_error=True
         )
+    text = answer_text(response)
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=answer_text(response))]
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured_content(config, text),
     )
 
 
