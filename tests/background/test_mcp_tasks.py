@@ -7,6 +7,7 @@ the graphs are `tests.background.registry`'s `background-mock` and `gated-steps`
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from demo.registry import EVERYTHING_ANSWER
 from tests.background.conftest import Deployment, spawn
 from tests.background.test_conformance import step_seen, topic
 from tests.support.mcp_tasks import TaskHandle, Tasks, TaskState, cancel_task, get_task
@@ -85,6 +87,23 @@ async def test_the_other_api_gives_the_tasks_status_and_result(workers: Deployme
     assert done.result is not None
     assert not done.result.is_error
     assert text_of(done.result) == "Background report for: Quarterly risks"
+
+
+async def test_a_declared_answer_shape_is_the_tasks_structured_content(
+    deployment: Deployment,
+) -> None:
+    """everything-background declares its answer's schema: the task's result holds the object,
+    asked of the worker's run as a strict JSON schema (on every engine, the in-memory one too)."""
+    async with mcp(deployment, 0) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        handle = await start(client, "everything-background", {"input": "Is the sky blue?"})
+        done = await until(client, handle.task_id, "completed")
+    assert tools["everything-background"].output_schema == EVERYTHING_ANSWER
+    assert done.result is not None
+    assert not done.result.is_error, text_of(done.result)
+    assert done.result.structured_content is not None
+    assert set(done.result.structured_content) == {"answer", "confidence"}
+    assert json.loads(text_of(done.result)) == done.result.structured_content
 
 
 async def test_a_task_outlives_the_api_that_created_it(workers: Deployment) -> None:
