@@ -121,11 +121,14 @@ async def test_cancelling_the_task_cancels_the_run(server: Process) -> None:
     assert polled.json()["status"] == "cancelled"
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize(
+    ("mode", "tasks"), [("legacy", False), ("2026-07-28", False), ("legacy", True)]
+)
 async def test_a_client_without_the_extension_gets_the_answer_in_the_call(
-    server: Process, mode: str
+    server: Process, mode: str, tasks: bool
 ) -> None:
-    async with client(server, tasks=False, mode=mode) as connected:
+    """A handshake-era session cannot carry the extension even when the client has it."""
+    async with client(server, tasks=tasks, mode=mode) as connected:
         result = await connected.call_tool("background-mock", {"input": "Q3", "settings": NOW})
     assert not result.is_error
     assert text_of(result) == "Background report for: Q3"
@@ -162,12 +165,14 @@ async def test_unknown_and_foreign_tasks_are_protocol_errors(server: Process) ->
     assert mine.status == "working"  # the foreign cancel did nothing
 
 
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_a_client_that_did_not_declare_the_extension_cannot_poll(
-    server: Process,
+    server: Process, mode: str
 ) -> None:
+    """Also a handshake-era session, which cannot carry the extension at all."""
     async with client(server) as owner:
         handle = await start(owner, NOW, "Declared")
-    async with client(server, tasks=False) as undeclared:
+    async with client(server, tasks=False, mode=mode) as undeclared:
         with pytest.raises(MCPError) as raised:
             await get_task(undeclared.session, handle.task_id)
     assert raised.value.code == -32021
