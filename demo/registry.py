@@ -22,6 +22,16 @@ from demo.graphs.review import (
 from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 BACKGROUND = GraphFeature.BACKGROUND
+# The answer shape everything-agent declares: an object a program reads.
+EVERYTHING_ANSWER = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string", "description": "The agent's answer."},
+        "confidence": {"type": "number", "description": "How sure it is, from 0 to 1."},
+    },
+    "required": ["answer", "confidence"],
+    "additionalProperties": False,
+}
 INTERRUPTS = GraphFeature.INTERRUPTS
 # Everything a client can send beyond text.
 EVERYTHING = frozenset(
@@ -85,6 +95,8 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                     "images and files; it describes what it received and shows its reasoning."
                 ),
                 features=EVERYTHING,
+                # What its MCP tool answers (`outputSchema`); OpenAI clients choose their own.
+                output_schema=EVERYTHING_ANSWER,
             ),
             "deep-research": GraphConfig(
                 graph=deep_research_graph(checkpointer),

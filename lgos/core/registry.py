@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeAlias
 
+import jsonschema
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.pregel import Pregel
 from langgraph.types import Durability
@@ -61,6 +62,17 @@ def default_output(output: Any) -> AIMessage:
     return last
 
 
+def check_output_schema(schema: Mapping[str, Any], features: frozenset[GraphFeature]) -> None:
+    if GraphFeature.STRUCTURED_OUTPUT not in features:
+        raise ConfigurationError("GraphConfig.output_schema needs the structured_output feature")
+    if schema.get("type") != "object":
+        raise ConfigurationError("GraphConfig.output_schema must be an object schema")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(dict(schema))
+    except jsonschema.SchemaError as error:
+        raise ConfigurationError(f"GraphConfig.output_schema: {error.message}") from None
+
+
 @dataclass(frozen=True, slots=True)
 class GraphConfig:
     """One servable graph.
@@ -92,6 +104,10 @@ class GraphConfig:
     # When LangGraph commits a checkpointed run's checkpoints (`astream`'s `durability`); None
     # keeps LangGraph's default ("async"). Background workers run every job with "sync".
     durability: Durability | None = None
+    # The JSON Schema (an object) every answer of the graph matches, for a graph declaring
+    # STRUCTURED_OUTPUT: protocols whose tools declare their result's shape (MCP's
+    # `outputSchema`) ask the graph for it on every call, strictly, and hand back the object.
+    output_schema: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", frozenset(GraphFeature(f) for f in self.features))
@@ -113,6 +129,8 @@ class GraphConfig:
             ):
                 raise ConfigurationError("GraphConfig.client_settings must subclass ClientSettings")
             self.client_settings.check_definition()
+        if self.output_schema is not None:
+            check_output_schema(self.output_schema, self.features)
         if isinstance(self.graph, Pregel):
             check_compiled_graph(self.graph, self.features)
         elif not callable(self.graph):

@@ -71,6 +71,7 @@ class LanggraphOpenaiServe:
             self.owner_scope,
             max_body_bytes=self.max_body_bytes,
             allowed_origins=allowed_origins,
+            background=self.routes.background,
         )
         # First, so a catch-all of the OpenAI routes (prefix "/") cannot shadow it.
         self.app.router.routes[0:0] = self.mcp.routes(path)

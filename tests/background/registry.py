@@ -22,7 +22,7 @@ from langgraph.pregel import Pregel
 from demo.graphs.everything import everything_agent_graph
 from demo.graphs.fake_model import last_user_text
 from demo.graphs.review import DelaySettings, background_interrupt_graph, background_mock_graph
-from demo.registry import EVERYTHING
+from demo.registry import EVERYTHING, EVERYTHING_ANSWER
 from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
 
 BACKGROUND = GraphFeature.BACKGROUND
@@ -143,6 +143,7 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 graph=everything_agent_graph(),
                 description="The demo's everything-agent, allowed in the background.",
                 features=EVERYTHING | {BACKGROUND},
+                output_schema=EVERYTHING_ANSWER,
             ),
             "foreground-only": GraphConfig(
                 graph=background_mock_graph(),

@@ -246,3 +246,17 @@ def test_the_api_image_keeps_opentelemetry_instrument() -> None:
     later_syncs = [line for line in lines[installed:] if "uv sync" in line]
     assert later_syncs
     assert all("--inexact" in line for line in later_syncs)
+
+
+def test_litellm_gets_the_url_of_every_a2a_agent_its_config_lists() -> None:
+    """LiteLLM resolves only whole `os.environ/` values, so each agent of its config has a
+    variable of its own (demo/litellm/run.sh derives them locally from LGOS_A2A_URL): the
+    compose service sets every one, at the API's agent of that model."""
+    config = (REPO / "demo" / "litellm" / "config.yaml").read_text()
+    wanted = sorted(set(re.findall(r"os\.environ/(LGOS_A2A_[A-Z0-9_]+_URL)", config)))
+    assert wanted  # the config lists agents at all
+    environment = services_config()["litellm"]["environment"]
+    assert isinstance(environment, dict)
+    for variable in wanted:
+        model = variable.removeprefix("LGOS_A2A_").removesuffix("_URL").replace("_", "-").lower()
+        assert environment.get(variable) == f"http://api:8000/a2a/{model}", variable

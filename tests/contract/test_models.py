@@ -66,3 +66,31 @@ def test_a_graph_meant_for_the_background_says_so() -> None:
     assert model_object("chat", chat, detail=False)["lgos"]["background_by_default"] is False
     with pytest.raises(ConfigurationError, match="background feature"):
         GraphConfig(graph=graph, description="No engine", background_by_default=True)
+
+
+def test_a_declared_answer_shape_needs_structured_output_and_a_valid_object_schema() -> None:
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from lgos import ConfigurationError, GraphConfig, GraphFeature
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("noop", lambda state: {})
+    builder.add_edge(START, "noop")
+    builder.add_edge("noop", END)
+    graph = builder.compile()
+    structured = frozenset({GraphFeature.STRUCTURED_OUTPUT})
+    shape = {"type": "object", "properties": {"city": {"type": "string"}}}
+    assert GraphConfig(graph=graph, description="ok", features=structured, output_schema=shape)
+    with pytest.raises(ConfigurationError, match="structured_output feature"):
+        GraphConfig(graph=graph, description="no feature", output_schema=shape)
+    with pytest.raises(ConfigurationError, match="object schema"):
+        GraphConfig(
+            graph=graph, description="a list", features=structured, output_schema={"type": "array"}
+        )
+    with pytest.raises(ConfigurationError, match="output_schema"):
+        GraphConfig(
+            graph=graph,
+            description="broken",
+            features=structured,
+            output_schema={"type": "object", "properties": 3},
+        )

@@ -353,3 +353,25 @@ def test_a_huge_argument_is_refused_before_it_runs(server: Process) -> None:
     }
     reply = httpx2.post(mcp_url(server), json=call, headers=session, timeout=60)
     assert reply.status_code == 413
+
+
+async def test_a_declared_answer_shape_is_the_tools_output_schema_and_structured_content(
+    server: Process, era: str
+) -> None:
+    """everything-agent declares its answer's JSON Schema: the tool lists it as `outputSchema`,
+    and the result carries the object (the SDK client checks it against the schema) beside the
+    same object as JSON text. A graph without one answers text only."""
+    async with Client(mcp_url(server), mode=era) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("everything-agent", {"input": "Is the sky blue?"})
+        plain = await client.call_tool("simple-graph", {"input": "hello"})
+    schema = tools["everything-agent"].output_schema
+    assert schema is not None
+    assert schema["required"] == ["answer", "confidence"]
+    assert tools["simple-graph"].output_schema is None
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    assert set(result.structured_content) == {"answer", "confidence"}
+    assert isinstance(result.structured_content["answer"], str)
+    assert json.loads(text_of(result)) == result.structured_content
+    assert plain.structured_content is None

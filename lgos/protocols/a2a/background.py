@@ -51,10 +51,16 @@ from a2a.utils.errors import (
 
 from lgos.core.background import TERMINAL_EVENTS
 from lgos.core.errors import LgosError, NotFoundError
-from lgos.core.registry import GraphConfig, GraphFeature
-from lgos.protocols.a2a.executor import ARTIFACT_ID, SETTINGS_KEY, decode_message
+from lgos.core.registry import GraphConfig
+from lgos.protocols.a2a.executor import ARTIFACT_ID, decode_message
+from lgos.protocols.background import (
+    answer_text,
+    background_request,
+    can_run_as_task,
+    failure_message,
+)
 from lgos.service.background import BackgroundResponses
-from lgos.wire import ids, responses_decoder
+from lgos.wire import ids
 
 # The task's context id rides in the Response's metadata, so a poll can give it back.
 CONTEXT_KEY = "a2a_context_id"
@@ -77,11 +83,10 @@ ENDED = frozenset(
 
 def runs_in_background(config: GraphConfig, background: BackgroundResponses | None) -> bool:
     return (
-        background is not None
-        and background.backend is not None
+        can_run_as_task(config, background)
+        and background is not None
         and background.events is not None
         and config.background_by_default
-        and not config.supports(GraphFeature.INTERRUPTS)
     )
 
 
@@ -132,18 +137,10 @@ class BackgroundAgent(DefaultRequestHandler):
         except LgosError as error:
             raise InvalidParamsError(message=error.message) from None
         context_id = message.context_id or str(uuid.uuid4())
-        metadata = {CONTEXT_KEY: context_id}
-        if request.settings is not None:
-            metadata[SETTINGS_KEY] = request.settings.model_dump_json()
-        body = {
-            "model": self.model,
-            "input": request.messages[0].text if request.messages else "",
-            "background": True,
-            "stream": True,
-            "metadata": metadata,
-        }
         try:
-            decoded = responses_decoder.decode(body)
+            decoded = background_request(
+                self.model, request, {CONTEXT_KEY: context_id}, stream=True
+            )
             stream = await self.background.create_stream(
                 decoded, owner_scope=_scope(context), idempotency_key=None
             )
@@ -248,7 +245,7 @@ class TaskEvents:
             if state == TaskState.TASK_STATE_COMPLETED:
                 self.text = answer_text(response) or self.text
                 ended.append(self._chunk(self.text, append=False, last=True))
-            return [*ended, self._status(state, _failure(response))]
+            return [*ended, self._status(state, failure_message(response))]
         return []
 
     def snapshot(self) -> Task:
@@ -299,7 +296,7 @@ def task_of(response: Mapping[str, Any]) -> Task:
         context_id=str(metadata.get(CONTEXT_KEY) or ""),
         status=TaskStatus(state=state),
     )
-    failure = _failure(response)
+    failure = failure_message(response)
     if failure:
         task.status.message.CopyFrom(
             Message(message_id=str(uuid.uuid4()), role=Role.ROLE_AGENT, parts=[Part(text=failure)])
@@ -308,23 +305,6 @@ def task_of(response: Mapping[str, Any]) -> Task:
     if text:
         task.artifacts.append(_artifact(text))
     return task
-
-
-def answer_text(response: Mapping[str, Any]) -> str:
-    return "".join(
-        str(part.get("text") or "")
-        for item in response.get("output") or ()
-        if item.get("type") == "message" and item.get("phase") != "commentary"
-        for part in item.get("content") or ()
-        if part.get("type") == "output_text"
-    )
-
-
-def _failure(response: Mapping[str, Any]) -> str | None:
-    error = response.get("error")
-    if isinstance(error, Mapping) and error.get("message"):
-        return str(error["message"])
-    return None
 
 
 def _artifact(text: str) -> Artifact:

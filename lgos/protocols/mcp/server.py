@@ -34,6 +34,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import JsonValue
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
@@ -42,8 +43,15 @@ from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.request import GraphRequest
 from lgos.core.run_events import Commentary, Finished, Interrupted, TextDelta
 from lgos.protocols.mcp.reviews import Question, RefusedAnswerError, question_for, waiting_text
-from lgos.protocols.mcp.tools import decode_arguments, input_schema
+from lgos.protocols.mcp.tasks import McpTasks
+from lgos.protocols.mcp.tools import (
+    decode_arguments,
+    input_schema,
+    output_schema,
+    structured_content,
+)
 from lgos.protocols.origins import OriginGuard
+from lgos.service.background import BackgroundResponses
 from lgos.service.runs import RunPlan, plan_run, run_events
 
 logger = logging.getLogger("lgos.mcp")
@@ -71,6 +79,7 @@ class McpEndpoint:
         version: str | None = None,
         max_body_bytes: int | None = None,
         allowed_origins: Sequence[str] = (),
+        background: BackgroundResponses | None = None,
     ) -> None:
         self.registry = registry
         self.allowed_origins = frozenset(allowed_origins)
@@ -82,6 +91,16 @@ class McpEndpoint:
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
         )
+        # Graphs that can run in the background run as MCP tasks, for clients that take them.
+        self.tasks: McpTasks | None = None
+        if background is not None and background.backend is not None:
+            self.tasks = McpTasks(background, self._scope)
+            self.tasks.install(self.server)
+            # The same handler, registered again to answer a task handle too (the constructor's
+            # signature only names the core results).
+            self.server.add_request_handler(
+                "tools/call", types.CallToolRequestParams, self.call_tool_or_task
+            )
         options: dict[str, Any] = {}  # StreamableHTTPSessionManager's keyword arguments
         if max_body_bytes is not None:
             options["max_request_body_size"] = max_body_bytes
@@ -107,12 +126,21 @@ class McpEndpoint:
             name=model,
             description=config.description,
             input_schema=input_schema(config),
+            output_schema=output_schema(config),
             annotations=types.ToolAnnotations(title=model, open_world_hint=False),
         )
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> ToolOutcome:
+        result = await self.call_tool_or_task(ctx, params)
+        assert not isinstance(result, dict)  # no task without McpTasks installed
+        return result
+
+    async def call_tool_or_task(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> ToolOutcome | dict[str, JsonValue]:
+        """The tool's result, or a task handle (`resultType: "task"`) for a background run."""
         started = time.perf_counter()
         outcome = "failed"
         try:
@@ -120,6 +148,10 @@ class McpEndpoint:
         except NotFoundError:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name!r}") from None
         try:
+            if self.tasks is not None and self.tasks.wanted(ctx, config):
+                task = await self._start_task(params, config, await self._scope(ctx))
+                outcome = "task" if isinstance(task, dict) else _outcome(task)
+                return task
             result = await ToolCall(self, ctx, params, config, await self._scope(ctx)).run()
             outcome = _outcome(result)
             return result
@@ -136,6 +168,17 @@ class McpEndpoint:
                     "duration_ms": round((time.perf_counter() - started) * 1000, 1),
                 },
             )
+
+    async def _start_task(
+        self, params: types.CallToolRequestParams, config: GraphConfig, scope: str
+    ) -> types.CallToolResult | dict[str, JsonValue]:
+        assert self.tasks is not None
+        try:
+            arguments = decode_arguments(params.name, config, params.arguments)
+            return (await self.tasks.start(params.name, arguments.request, scope)).wire()
+        except LgosError as error:
+            # Refused before anything runs, as a foreground call's bad input is.
+            return error_result(error.message)
 
     async def _scope(self, ctx: ServerRequestContext[Any]) -> str:
         if self.owner_scope is None or not isinstance(ctx.request, Request):
@@ -203,7 +246,7 @@ class ToolCall:
                 questions = asked
             else:
                 if isinstance(terminal, Finished):
-                    return text_result(terminal.text or terminal.message.text)
+                    return answer_result(self.config, terminal.text or terminal.message.text)
                 questions = [question_for(terminal.run_id, item) for item in terminal.interrupts]
                 note = None
             answers = await self._ask(questions, note)
@@ -301,6 +344,14 @@ def _package_version() -> str:
 
 def text_result(text: str, *, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
+
+
+def answer_result(config: GraphConfig, text: str) -> types.CallToolResult:
+    """The graph's answer: its text, and for a graph with a declared answer shape the object
+    too (`structuredContent`; the text is the same object as JSON, for older clients)."""
+    result = text_result(text)
+    result.structured_content = structured_content(config, text)
+    return result
 
 
 def error_result(message: str) -> types.CallToolResult:

@@ -10,16 +10,18 @@ answers a waiting review with a second call.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
 from langchain_core.messages import HumanMessage
+from pydantic import JsonValue
 
 from lgos.core.errors import InvalidRequestError
 from lgos.core.json_schema import JsonSchema
 from lgos.core.registry import GraphConfig, GraphFeature
-from lgos.core.request import GraphRequest
+from lgos.core.request import GraphRequest, ResponseFormat
 
 INPUT = "input"
 SETTINGS = "settings"
@@ -103,8 +105,40 @@ def decode_arguments(
         model=model,
         messages=(HumanMessage(content=text),) if text is not None else (),
         settings=settings,
+        response_format=answer_format(model, config),
     )
     return ToolArguments(request, review_id, answer)
+
+
+def output_schema(config: GraphConfig) -> JsonSchema | None:
+    """The tool's `outputSchema`: the graph's declared answer shape. Not for a graph that
+    pauses: its review-waiting result has a shape of its own."""
+    if config.output_schema is None or config.supports(GraphFeature.INTERRUPTS):
+        return None
+    return dict(config.output_schema)
+
+
+def answer_format(model: str, config: GraphConfig) -> ResponseFormat | None:
+    """The shape every call asks the graph for: its declared one, checked strictly (an answer
+    that does not match fails the run instead of reaching the client)."""
+    if config.output_schema is None:
+        return None
+    return ResponseFormat(
+        type="json_schema", name=_schema_name(model), schema=config.output_schema, strict=True
+    )
+
+
+def structured_content(config: GraphConfig, text: str) -> dict[str, JsonValue] | None:
+    """The answer as the object the declared schema describes (the run checked it)."""
+    if config.output_schema is None:
+        return None
+    value = json.loads(text)
+    return value if isinstance(value, dict) else None
+
+
+def _schema_name(model: str) -> str:
+    # OpenAI's rule for a schema name: letters, digits, underscores and dashes.
+    return re.sub(r"[^A-Za-z0-9_-]", "_", model)[:64]
 
 
 def _short(message: str, limit: int = 200) -> str:

@@ -1,0 +1,211 @@
+"""MCP tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663) as background Responses.
+
+A `tools/call` of a graph that can run in the background, from a client that declared the
+extension on the request (2026-07-28 clients only: the handshake era cannot carry it), is
+submitted as a background Response on the configured engine and answered at once with a task
+handle (`resultType: "task"`). The task id is the Response id, so any API process answers for
+the task, after a restart too:
+
+- `tasks/get` is a poll of the Response: `working` until it ends, then `completed` with the
+  tool result inlined (a failed run is a completed task whose result has `isError`, as the
+  extension reserves `failed` for JSON-RPC errors), or `cancelled`;
+- `tasks/cancel` cancels the run on the engine;
+- `tasks/update` has nothing to answer (these graphs do not pause) and is acknowledged.
+
+The `mcp` SDK 2.3.0 carries no implementation of the extension, only the means to add one
+(extension capabilities, custom request methods, result shapes outside the core vocabulary);
+this module is LGOS's, on those means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, Self
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Field, JsonValue
+
+from lgos.core.errors import NotFoundError
+from lgos.core.registry import GraphConfig
+from lgos.core.request import GraphRequest
+from lgos.protocols.background import (
+    answer_text,
+    background_request,
+    can_run_as_task,
+    failure_message,
+)
+from lgos.protocols.mcp.tools import structured_content
+from lgos.service.background import BackgroundResponses
+from lgos.wire.types.responses import ResponseObject
+
+Scope = Callable[[ServerRequestContext[Any]], Awaitable[str]]
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+# The JSON-RPC code of a request from a client that did not declare a capability it needs.
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+# What a client is told to wait between polls (a hint: the engine answers any rate).
+POLL_INTERVAL_MS = 1000
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+STATUSES: Mapping[str, TaskStatus] = {
+    "queued": "working",
+    "in_progress": "working",
+    "completed": "completed",
+    "failed": "completed",
+    "incomplete": "completed",
+    "cancelled": "cancelled",
+}
+STATUS_MESSAGES = {"queued": "Queued on the background engine.", "in_progress": "Running."}
+
+
+class TaskParams(types.RequestParams):
+    """`tasks/get`, `tasks/cancel`: the task named."""
+
+    task_id: str = Field(max_length=1000)
+
+
+class UpdateTaskParams(TaskParams):
+    input_responses: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class TaskFields(types.Result):
+    """A task as the extension describes it (`Task`): the handle, and the state polls show."""
+
+    task_id: str
+    status: TaskStatus
+    status_message: str | None = None
+    created_at: str
+    last_updated_at: str
+    # None: kept for as long as the background Response is.
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = POLL_INTERVAL_MS
+
+    @classmethod
+    def of(cls, response: ResponseObject) -> Self:
+        status = response["status"]
+        updated = response.get("completed_at") or response["created_at"]
+        return cls(
+            task_id=response["id"],
+            status=STATUSES.get(status, "completed"),
+            status_message=STATUS_MESSAGES.get(status) or failure_message(response),
+            created_at=_iso(response["created_at"]),
+            last_updated_at=_iso(updated),
+        )
+
+    def wire(self) -> dict[str, JsonValue]:
+        """The wire form. `ttlMs` is required even when null, which the SDK's dump (without
+        nulls) would leave out."""
+        dumped: dict[str, JsonValue] = self.model_dump(
+            by_alias=True, mode="json", exclude_none=True
+        )
+        dumped["ttlMs"] = self.ttl_ms
+        return dumped
+
+
+class CreateTaskResult(TaskFields):
+    """The answer to a `tools/call` that became a task."""
+
+    result_type: Literal["task"] = "task"
+
+
+class DetailedTask(TaskFields):
+    """`tasks/get`: the task, with the tool result once it completed."""
+
+    result_type: Literal["complete"] = "complete"
+    result: types.CallToolResult | None = None
+
+
+class McpTasks:
+    """The task methods of one MCP server, over the background Responses of its engine."""
+
+    def __init__(self, background: BackgroundResponses, scope: Scope) -> None:
+        """`scope(ctx)`: the caller's owner scope, whose tasks alone the caller sees."""
+        self.background = background
+        self.scope = scope
+
+    def install(self, server: Server[Any]) -> None:
+        """Advertise the extension and serve its methods on `server`."""
+        server.extensions[TASKS_EXTENSION] = {}
+        server.add_request_handler("tasks/get", TaskParams, self.get)
+        server.add_request_handler("tasks/update", UpdateTaskParams, self.update)
+        server.add_request_handler("tasks/cancel", TaskParams, self.cancel)
+
+    def wanted(self, ctx: ServerRequestContext[Any], config: GraphConfig) -> bool:
+        """Whether this call becomes a task: the server decides, for a client that can take one."""
+        return can_run_as_task(config, self.background) and declared(ctx)
+
+    async def start(self, model: str, request: GraphRequest, owner_scope: str) -> CreateTaskResult:
+        """Submit the run; the handle once the engine holds it (a poll finds it from then on)."""
+        decoded = background_request(model, request, {}, stream=False)
+        response = await self.background.create(
+            decoded, owner_scope=owner_scope, idempotency_key=None
+        )
+        return CreateTaskResult.of(response)
+
+    async def get(self, ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, JsonValue]:
+        response = await self._response(ctx, params.task_id)
+        task = DetailedTask.of(response)
+        if task.status == "completed":
+            config = self.background.registry.get(response["model"])
+            task.result = tool_result(response, config)
+        return task.wire()
+
+    async def update(
+        self, ctx: ServerRequestContext[Any], params: UpdateTaskParams
+    ) -> types.EmptyResult:
+        # Nothing is ever outstanding (these graphs do not pause): the extension says to ignore
+        # responses to keys that are not, and to acknowledge.
+        await self._response(ctx, params.task_id)
+        return types.EmptyResult()
+
+    async def cancel(self, ctx: ServerRequestContext[Any], params: TaskParams) -> types.EmptyResult:
+        response = await self._response(ctx, params.task_id)
+        if STATUSES.get(response["status"]) == "working":
+            await self.background.cancel(params.task_id, owner_scope=await self.scope(ctx))
+        return types.EmptyResult()
+
+    async def _response(self, ctx: ServerRequestContext[Any], task_id: str) -> ResponseObject:
+        if not declared(ctx):
+            raise MCPError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "Missing required client capability",
+                {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+            )
+        try:
+            return await self.background.retrieve(task_id, owner_scope=await self.scope(ctx))
+        except NotFoundError:
+            # Another owner's task is indistinguishable from one that does not exist.
+            raise MCPError(
+                types.INVALID_PARAMS, "Failed to retrieve task: Task not found"
+            ) from None
+
+
+def declared(ctx: ServerRequestContext[Any]) -> bool:
+    """The client declared the extension on this request (only 2026-07-28 requests carry it)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    capabilities = ctx.session.client_capabilities
+    extensions = capabilities.extensions if capabilities is not None else None
+    return bool(extensions) and TASKS_EXTENSION in (extensions or {})
+
+
+def tool_result(response: ResponseObject, config: GraphConfig) -> types.CallToolResult:
+    """The tool result the run gave, as a foreground call would have returned it."""
+    failure = failure_message(response)
+    if response["status"] != "completed":
+        text = failure or f"The run ended {response['status']}."
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], is_error=True
+        )
+    text = answer_text(response)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured_content(config, text),
+    )
+
+
+def _iso(unix_seconds: int) -> str:
+    return datetime.fromtimestamp(unix_seconds, UTC).isoformat().replace("+00:00", "Z")
