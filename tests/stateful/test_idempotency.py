@@ -322,3 +322,37 @@ async def test_a_retried_conversation_turn_appends_one_turn(
     assert await add(clients[0]) == await add(clients[1])
     listed = await clients[0].conversations.items.list(conversation.id, extra_headers=tenant)
     assert len(listed.data) == 3
+
+
+async def test_a_request_that_failed_releases_its_key(
+    deployment: Deployment, clients: tuple[AsyncOpenAI, AsyncOpenAI]
+) -> None:
+    key = unique("key")
+    with pytest.raises(openai.NotFoundError):
+        await clients[0].responses.create(
+            model="no-such-model", input="x", extra_headers=keyed(key)
+        )
+    # Nothing was answered, so nothing is kept: the key is free for the request that works.
+    marker = unique("after-error")
+    response = await clients[1].responses.create(
+        model=MODEL, input=marker, extra_headers=keyed(key)
+    )
+    assert response.output_text == f"ran {marker} after 1"
+    # ... and from then on it answers with that request's Response.
+    again = await clients[0].responses.create(model=MODEL, input=marker, extra_headers=keyed(key))
+    assert again.id == response.id
+    assert deployment.runs(marker) == 1
+
+
+async def test_the_key_in_litellms_extra_headers_body_field_counts(
+    deployment: Deployment, clients: tuple[AsyncOpenAI, AsyncOpenAI]
+) -> None:
+    marker, key = unique("litellm"), unique("key")
+    carried: Any = {"extra_headers": {"Idempotency-Key": key}}
+    tenant = {SCOPE_HEADER: "acme"}
+    first = await clients[0].responses.create(
+        model=MODEL, input=marker, extra_body=carried, extra_headers=tenant
+    )
+    second = await clients[1].responses.create(model=MODEL, input=marker, extra_headers=keyed(key))
+    assert second.id == first.id
+    assert deployment.runs(marker) == 1
