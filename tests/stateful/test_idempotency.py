@@ -356,3 +356,31 @@ async def test_the_key_in_litellms_extra_headers_body_field_counts(
     second = await clients[1].responses.create(model=MODEL, input=marker, extra_headers=keyed(key))
     assert second.id == first.id
     assert deployment.runs(marker) == 1
+
+
+async def test_a_stream_its_client_left_releases_its_key(
+    deployment: Deployment, clients: tuple[AsyncOpenAI, AsyncOpenAI]
+) -> None:
+    name, key = unique("left"), unique("key")
+    marker = f"gated:{name}"
+
+    async def events(client: AsyncOpenAI) -> list[dict[str, Any]]:
+        stream = await client.responses.create(
+            model=MODEL, input=marker, stream=True, extra_headers=keyed(key)
+        )
+        return [event.model_dump() async for event in stream]
+
+    left = await clients[0].responses.create(
+        model=MODEL, input=marker, stream=True, extra_headers=keyed(key)
+    )
+    async for _ in left:
+        break  # the client reads the stream's first event and leaves: the run is cancelled
+    await left.close()
+    await eventually(lambda: deployment.runs(marker) == 1, "the first run")
+    (deployment.gate_dir / name).touch()
+    # The cancelled run answered nothing, so the retry runs, and its stream is the one kept.
+    finished = await events(clients[1])
+    assert finished[-1]["type"] == "response.completed"
+    assert deployment.runs(marker) == 2
+    assert await events(clients[0]) == finished
+    assert deployment.runs(marker) == 2
