@@ -3,8 +3,7 @@ Conversations API. Thin: the use cases are in `lgos.service.stateful` and `.conv
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -16,7 +15,7 @@ from lgos.http.rendering import JSON
 from lgos.http.sse import named_event
 from lgos.http.streaming import EventStreamResponse
 from lgos.service.conversations import Conversations
-from lgos.service.idempotency import Answer, Idempotency
+from lgos.service.idempotency import Answer, CreateRequest, Idempotency
 from lgos.service.retrieval import ResponseRetrieval
 from lgos.service.stateful import Page, StatefulResponses
 from lgos.wire import decoding, items, responses_decoder
@@ -111,7 +110,7 @@ class ConversationRoutes:
         self,
         request: Request,
         scope: str,
-        created: tuple[str, Mapping[str, Any]],
+        created: CreateRequest,
         create: Callable[[], Awaitable[Answer]],
     ) -> Response:
         """A create that an Idempotency-Key makes retry-safe (`service.idempotency`)."""
