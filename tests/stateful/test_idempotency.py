@@ -104,14 +104,23 @@ async def eventually(condition: Callable[[], bool], what: str) -> None:
 
 class DroppingProxy:
     """A TCP proxy to one server that drops its first connection as soon as the server starts
-    answering: the request ran, and its reply never reaches the client (a lost link, a
-    gateway that gave up). Later connections pass through."""
+    answering (the request ran, and its reply never reaches the client: a lost link, a gateway
+    that gave up), or when `cut()` says so (mid-run). Later connections pass through."""
 
-    def __init__(self, upstream: LgosServer) -> None:
+    def __init__(self, upstream: LgosServer, *, on_answer: bool = True) -> None:
         parts = urlsplit(upstream.base_url)
         self.upstream_port = parts.port
+        self.on_answer = on_answer
         self.drops = 0
         self._first_taken = False
+        self._first: tuple[asyncio.StreamWriter, asyncio.StreamWriter] | None = None
+
+    def cut(self) -> None:
+        """Drop the first connection now, both ways."""
+        assert self._first is not None
+        self.drops += 1
+        for writer in self._first:
+            writer.transport.abort()
 
     async def __aenter__(self) -> DroppingProxy:
         self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -132,6 +141,8 @@ class DroppingProxy:
         drop = not self._first_taken
         self._first_taken = True
         server_in, server_out = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        if drop:
+            self._first = (client_out, server_out)
 
         async def upstream() -> None:
             while data := await client_in.read(65536):
@@ -140,7 +151,7 @@ class DroppingProxy:
 
         async def downstream() -> None:
             while data := await server_in.read(65536):
-                if drop:
+                if drop and self.on_answer:
                     self.drops += 1
                     client_out.transport.abort()
                     server_out.transport.abort()
@@ -179,6 +190,35 @@ async def test_a_create_the_sdk_retries_after_a_dropped_connection_runs_once(
     assert (again.id, again.output_text) == (response.id, response.output_text)
     stored = await clients[1].responses.retrieve(response.id, extra_headers={SCOPE_HEADER: "acme"})
     assert stored.id == response.id
+    assert deployment.runs(marker) == 1
+
+
+async def test_a_create_the_sdk_retries_while_its_first_attempt_runs_runs_once(
+    deployment: Deployment, clients: tuple[AsyncOpenAI, AsyncOpenAI]
+) -> None:
+    name, key = unique("midrun"), unique("key")
+    marker = f"gated:{name}"
+    async with (
+        DroppingProxy(deployment.first, on_answer=False) as proxy,
+        sdk(proxy.base_url, retries=2) as client,
+        anyio.create_task_group() as group,
+    ):
+        answers: list[str] = []
+
+        async def create() -> None:
+            response = await client.responses.create(
+                model=MODEL, input=marker, extra_headers=keyed(key)
+            )
+            answers.append(response.id)
+
+        group.start_soon(create)
+        await eventually(lambda: deployment.runs(marker) == 1, "the first attempt's run")
+        proxy.cut()  # the client gives up on the first attempt while its run goes on
+        (deployment.gate_dir / name).touch()
+    assert proxy.drops == 1
+    assert deployment.runs(marker) == 1
+    again = await clients[1].responses.create(model=MODEL, input=marker, extra_headers=keyed(key))
+    assert answers == [again.id]
     assert deployment.runs(marker) == 1
 
 
