@@ -424,3 +424,53 @@ async def test_a_stream_its_client_left_releases_its_key(
     assert deployment.runs(marker) == 2
     assert await events(clients[0]) == finished
     assert deployment.runs(marker) == 2
+
+
+async def test_a_key_whose_replica_died_mid_run_is_taken_over_by_the_retry(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL the replica that holds a key mid-run: its lease lapses (30 s), and the retry on
+    the other replica runs the request itself instead of waiting for the key to expire."""
+    (tmp_path / "gates").mkdir()
+    env = {
+        "LGOS_SCOPE_HEADER": SCOPE_HEADER,
+        "LGOS_TEST_RUNS_FILE": str(tmp_path / "runs.txt"),
+        "LGOS_TEST_GATE_DIR": str(tmp_path / "gates"),
+    }
+    with temporary_database() as uri:
+        doomed = start_lgos(REGISTRY, uri, tmp_path, env)
+        try:
+            survivor = start_lgos(REGISTRY, uri, tmp_path, env)
+        except BaseException:
+            doomed.kill()
+            raise
+        try:
+            deployment = Deployment(doomed, survivor, tmp_path / "runs.txt", tmp_path / "gates")
+            name, key = unique("killed"), unique("key")
+            marker = f"gated:{name}"
+            async with sdk(doomed.base_url) as first, anyio.create_task_group() as group:
+
+                async def attempt() -> None:
+                    with pytest.raises(openai.APIConnectionError):
+                        await first.responses.create(
+                            model=MODEL, input=marker, extra_headers=keyed(key)
+                        )
+
+                group.start_soon(attempt)
+                await eventually(lambda: deployment.runs(marker) == 1, "the first run")
+                doomed.kill()
+            (deployment.gate_dir / name).touch()
+            async with sdk(survivor.base_url) as second:
+                response = await second.responses.create(
+                    model=MODEL, input=marker, extra_headers=keyed(key)
+                )
+                assert response.output_text == f"ran {marker} after 1"
+                assert deployment.runs(marker) == 2  # the killed run, and the retry's
+                again = await second.responses.create(
+                    model=MODEL, input=marker, extra_headers=keyed(key)
+                )
+                assert again.id == response.id
+                assert deployment.runs(marker) == 2
+        finally:
+            survivor.stop()
+            doomed.kill()
