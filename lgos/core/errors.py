@@ -114,8 +114,8 @@ class RunBusyError(ConflictError):
         )
 
 
-class IdempotencyKeyReusedError(LgosError):
-    status_code = 422
+class IdempotencyKeyReusedError(ConflictError):
+    """409 on every create (background ones too): the key names another request."""
 
     def __init__(self) -> None:
         super().__init__(

@@ -9,10 +9,12 @@ from fastapi import FastAPI
 
 from lgos.core.background import BackgroundBackend
 from lgos.core.errors import ConfigurationError
+from lgos.core.idempotency import IdempotencyStore
 from lgos.core.registry import GraphRegistry
 from lgos.core.stored import ResponseStore
 from lgos.http.body import RequestLimits
 from lgos.http.routes import OpenAIRoutes, OwnerScopeResolver
+from lgos.service.idempotency import DEFAULT_TTL_SECONDS, Idempotency
 
 
 class LanggraphOpenaiServe:
@@ -25,6 +27,8 @@ class LanggraphOpenaiServe:
 
     `store` keeps stored Responses and Conversations (in this process's memory when None);
     `store_by_default` is what an omitted `store` means (OpenAI's default: true).
+    `idempotency_store` keeps the Idempotency-Keys of foreground creates, each answering with
+    its first outcome for `idempotency_ttl_seconds` (in this process's memory when None).
     """
 
     def __init__(
@@ -39,6 +43,8 @@ class LanggraphOpenaiServe:
         limits: RequestLimits | None = None,
         store: ResponseStore | None = None,
         store_by_default: bool = True,
+        idempotency_store: IdempotencyStore | None = None,
+        idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
     ) -> None:
         if owner_scope is not None and checkpoint_scope is not None:
             raise ConfigurationError("pass owner_scope or checkpoint_scope, not both")
@@ -52,6 +58,7 @@ class LanggraphOpenaiServe:
             store=store,
             store_by_default=store_by_default,
             limits=limits,
+            idempotency=Idempotency(idempotency_store, idempotency_ttl_seconds),
         )
         self.owner_scope = owner_scope or checkpoint_scope
         self.max_body_bytes = (limits or RequestLimits()).max_body_bytes

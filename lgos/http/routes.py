@@ -8,7 +8,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 
 from starlette.requests import Request
@@ -31,9 +31,10 @@ from lgos.http.streaming import EventStreamResponse
 from lgos.service import chat, responses
 from lgos.service.background import BackgroundResponses
 from lgos.service.conversations import Conversations
+from lgos.service.idempotency import Answer, Idempotency
 from lgos.service.retrieval import ResponseRetrieval
 from lgos.service.stateful import StatefulResponses
-from lgos.wire import chat_decoder, responses_decoder
+from lgos.wire import chat_decoder, decoding, responses_decoder
 from lgos.wire import models as models_wire
 from lgos.wire.types.events import StreamEvent
 
@@ -101,8 +102,10 @@ class OpenAIRoutes:
         store: ResponseStore | None = None,
         store_by_default: bool = True,
         limits: RequestLimits | None = None,
+        idempotency: Idempotency | None = None,
     ) -> None:
         self.registry = registry
+        self.idempotency = idempotency or Idempotency()
         self.limits = limits or RequestLimits()
         self.owner_scope = owner_scope
         self.ping_interval = ping_interval
@@ -120,7 +123,7 @@ class OpenAIRoutes:
             ping_interval,
         )
         self.conversations = ConversationRoutes(
-            Conversations(self.stateful, registry), self.scope, self.limits
+            Conversations(self.stateful, registry), self.scope, self.limits, self.idempotency
         )
 
     async def scope(self, request: Request) -> str:
@@ -140,26 +143,37 @@ class OpenAIRoutes:
         return JSON(models_wire.model_object(model_id, config, detail=True))
 
     async def chat_completions(self, request: Request) -> Response:
-        decoded = chat_decoder.decode(await json_body(request, self.limits))
+        body = await json_body(request, self.limits)
+        decoded = chat_decoder.decode(body)
         log_fields.add(model=decoded.body.model, stream=decoded.stream)
         scope = await self.scope(request)
+        key = decoding.idempotency_key(request.headers)
+        answer = await self.idempotency.once(
+            scope,
+            key,
+            ("chat.completions", body),
+            lambda: self._chat_answer(decoded, scope),
+        )
+        if isinstance(answer, Mapping):
+            return JSON(answer)
+        return EventStreamResponse(answer, data_event, last=DONE, ping_interval=self.ping_interval)
+
+    async def _chat_answer(self, decoded: chat_decoder.DecodedChatRequest, scope: str) -> Answer:
         if decoded.stream:
-            frames = await chat.open_stream(
+            return await chat.open_stream(
                 self.registry, decoded, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
             )
-            return EventStreamResponse(
-                frames, data_event, last=DONE, ping_interval=self.ping_interval
-            )
-        return JSON(await chat.create(self.registry, decoded, scope=scope))
+        return await chat.create(self.registry, decoded, scope=scope)
 
     async def create_response(self, request: Request) -> Response:
-        decoded = responses_decoder.decode(await json_body(request, self.limits))
+        body = await json_body(request, self.limits)
+        decoded = responses_decoder.decode(body)
         log_fields.add(
             model=decoded.body.model, stream=decoded.stream, background=decoded.background
         )
+        key = responses_decoder.idempotency_key(request.headers, decoded)
+        scope = await self.scope(request)
         if decoded.background:
-            key = responses_decoder.idempotency_key(request.headers, decoded)
-            scope = await self.scope(request)
             if not decoded.stream:
                 return JSON(
                     await self.background.create(decoded, owner_scope=scope, idempotency_key=key)
@@ -169,22 +183,33 @@ class OpenAIRoutes:
             )
             # A client that leaves a background stream stops reading only: the run goes on.
             return EventStreamResponse(queued, named_event, ping_interval=self.ping_interval)
-        scope = await self.scope(request)
+        answer = await self.idempotency.once(
+            scope,
+            key,
+            ("responses", body),
+            lambda: self._foreground_answer(decoded, scope),
+        )
+        if isinstance(answer, Mapping):
+            return JSON(answer)
+        return EventStreamResponse(answer, named_event, ping_interval=self.ping_interval)
+
+    async def _foreground_answer(
+        self, decoded: responses_decoder.DecodedResponsesRequest, scope: str
+    ) -> Answer:
         decoded, turn = await self.stateful.resolve(decoded, scope)
         prepared = responses.prepare(self.registry, decoded, turn=turn)
         log_fields.add(response_id=prepared.echo.id, run_id=prepared.plan.run_id)
         if decoded.stream:
-            frames = await responses.open_stream(
+            return await responses.open_stream(
                 self.registry,
                 prepared,
                 scope=scope,
                 patience=FIRST_EVENT_PATIENCE_SECONDS,
                 on_end=self._stream_end(prepared, scope),
             )
-            return EventStreamResponse(frames, named_event, ping_interval=self.ping_interval)
         response, checkpoint_id = await responses.run(self.registry, prepared, scope=scope)
         await self.stateful.remember(prepared, scope, response, checkpoint_id=checkpoint_id)
-        return JSON(response)
+        return response
 
     def _stream_end(
         self, prepared: responses.PreparedResponse, scope: str

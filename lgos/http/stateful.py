@@ -15,9 +15,10 @@ from lgos.http.rendering import JSON
 from lgos.http.sse import named_event
 from lgos.http.streaming import EventStreamResponse
 from lgos.service.conversations import Conversations
+from lgos.service.idempotency import Answer, CreateRequest, Idempotency
 from lgos.service.retrieval import ResponseRetrieval
 from lgos.service.stateful import Page, StatefulResponses
-from lgos.wire import items, responses_decoder
+from lgos.wire import decoding, items, responses_decoder
 
 
 class StatefulRoutes:
@@ -98,17 +99,32 @@ class ConversationRoutes:
         conversations: Conversations,
         scope: Callable[[Request], Awaitable[str]],
         limits: RequestLimits,
+        idempotency: Idempotency | None = None,
     ) -> None:
         self.conversations = conversations
         self.scope = scope
         self.limits = limits
+        self.idempotency = idempotency or Idempotency()
+
+    async def _once(
+        self,
+        request: Request,
+        scope: str,
+        created: CreateRequest,
+        create: Callable[[], Awaitable[Answer]],
+    ) -> Response:
+        """A create that an Idempotency-Key makes retry-safe (`service.idempotency`)."""
+        key = decoding.idempotency_key(request.headers)
+        return JSON(await self.idempotency.once(scope, key, created, create))
 
     async def create(self, request: Request) -> Response:
-        return JSON(
-            await self.conversations.create(
-                await self.scope(request), await json_body(request, self.limits)
-            )
-        )
+        scope = await self.scope(request)
+        body = await json_body(request, self.limits)
+
+        async def create() -> Answer:
+            return await self.conversations.create(scope, body)
+
+        return await self._once(request, scope, ("conversations", body), create)
 
     async def retrieve(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
@@ -134,10 +150,14 @@ class ConversationRoutes:
 
     async def add_items(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
+        scope = await self.scope(request)
         body = await json_body(request, self.limits)
-        return JSON(
-            await self.conversations.add_items(await self.scope(request), conversation_id, body)
-        )
+
+        async def add() -> Answer:
+            return await self.conversations.add_items(scope, conversation_id, body)
+
+        created = (f"conversations/{conversation_id}/items", body)
+        return await self._once(request, scope, created, add)
 
     async def get_item(self, request: Request) -> Response:
         params = request.path_params

@@ -250,6 +250,8 @@ def create_app(
                 store=resources.response_store,
                 store_by_default=settings.STORE_RESPONSES,
                 limits=limits,
+                idempotency_store=resources.idempotency_store,
+                idempotency_ttl_seconds=settings.IDEMPOTENCY_TTL_HOURS * 3600,
             ).bind_openai_api(settings.OPENAI_API_PREFIX)
             if settings.ENABLE_MCP and extra_installed("mcp", "ENABLE_MCP"):
                 serve.bind_mcp(settings.MCP_PATH, allowed_origins=settings.CORS_ORIGINS)
@@ -260,6 +262,11 @@ def create_app(
             tasks = [asyncio.create_task(watch_file_descriptors())]
             if settings.RESPONSE_SWEEP_INTERVAL_MINUTES > 0 and resources.response_store:
                 tasks.append(asyncio.create_task(sweep_stored_responses(resources, settings)))
+            if settings.RESPONSE_SWEEP_INTERVAL_MINUTES > 0 and resources.idempotency_store:
+                expired_keys = resources.idempotency_store.delete_expired
+                interval = settings.RESPONSE_SWEEP_INTERVAL_MINUTES
+                sweep = sweep_every(interval, "idempotency_expiry", expired_keys)
+                tasks.append(asyncio.create_task(sweep))
             if settings.INTERRUPT_SWEEP_INTERVAL_MINUTES > 0 and any(
                 config.supports(GraphFeature.INTERRUPTS) for config in registry.graphs.values()
             ):

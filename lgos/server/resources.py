@@ -13,6 +13,7 @@ from langgraph.store.memory import InMemoryStore
 
 from lgos.core.background import ResponseEventLog
 from lgos.core.coordinator import InMemoryRunCoordinator, RunCoordinator
+from lgos.core.idempotency import IdempotencyStore, InMemoryIdempotencyStore
 from lgos.core.stored import ResponseStore
 from lgos.core.stored_memory import InMemoryResponseStore
 from lgos.server.settings import ServerSettings
@@ -34,6 +35,8 @@ class ServerResources:
     events: ResponseEventLog | None = None
     # Stored Responses and Conversations (in memory when None).
     response_store: ResponseStore | None = None
+    # The Idempotency-Keys of foreground creates (in memory when None).
+    idempotency_store: IdempotencyStore | None = None
     # The FastAPI application being served, for a factory that adds routes of its own (None in
     # `lgos worker`, which serves nothing).
     app: Any = None
@@ -43,6 +46,7 @@ class ServerResources:
 async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResources]:
     if settings.POSTGRES_URI:
         from lgos.integrations.postgres import open_postgres
+        from lgos.integrations.postgres.idempotency import PostgresIdempotencyStore
         from lgos.integrations.postgres.stored import PostgresResponseStore
 
         async with open_postgres(
@@ -56,6 +60,7 @@ async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResour
                 pool=postgres.pool,
                 events=postgres.events,
                 response_store=PostgresResponseStore(postgres.pool),
+                idempotency_store=PostgresIdempotencyStore(postgres.pool),
             )
         return
     logger.warning(
@@ -68,4 +73,5 @@ async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResour
         run_coordinator=InMemoryRunCoordinator(),
         settings=settings,
         response_store=InMemoryResponseStore(),
+        idempotency_store=InMemoryIdempotencyStore(),
     )

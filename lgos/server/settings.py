@@ -40,6 +40,9 @@ class ServerSettings(BaseSettings):
     # this long are deleted (OpenAI keeps Responses 30 days).
     RESPONSE_RETENTION_DAYS: float = Field(default=30, gt=0)
     RESPONSE_SWEEP_INTERVAL_MINUTES: float = Field(default=60, ge=0)
+    # How long an Idempotency-Key of a foreground create (a Response, a chat completion, a
+    # Conversation or its items) answers with its first outcome; swept with stored Responses.
+    IDEMPOTENCY_TTL_HOURS: float = Field(default=24, gt=0)
     ENABLE_LANGFUSE: bool = False
     # Limits on what one client may send (docs/server.md, "Limits"). The defaults keep ten
     # concurrent hostile clients well inside a small (2-core) host's memory.

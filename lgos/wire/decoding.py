@@ -92,6 +92,25 @@ GENERATION_CONTROLS = (
 )
 
 
+IDEMPOTENCY_HEADERS = ("idempotency-key", "x-idempotency-key")
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+
+
+def idempotency_key(headers: Mapping[str, str], body_key: str | None = None) -> str | None:
+    """The client's Idempotency-Key: a header (either spelling), else `body_key` (what LiteLLM
+    forwards in a Responses body); None when the client sent none."""
+    key = next((headers[name] for name in IDEMPOTENCY_HEADERS if name in headers), body_key)
+    if key is None:
+        return None
+    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise InvalidRequestError(
+            "Invalid 'Idempotency-Key': expected 1 to 255 characters.",
+            param="Idempotency-Key",
+            code="invalid_value",
+        )
+    return key
+
+
 def reject_set(body: ApiBody, names: Sequence[str]) -> None:
     """Refuse any of these fields unless unset: the graph decides how its models are called."""
     if body.model_fields_set.isdisjoint(names):  # the usual request: none of them was sent

@@ -36,7 +36,7 @@ from lgos.core.request import (
     NamedToolChoice,
     ToolChoice,
 )
-from lgos.wire import media, structured, tool_choice
+from lgos.wire import decoding, media, structured, tool_choice
 from lgos.wire.decoding import (
     GENERATION_CONTROLS,
     ApiBody,
@@ -290,7 +290,6 @@ _UNSET_ONLY = (
     "prompt",
     "prompt_cache_retention",
 )
-IDEMPOTENCY_HEADERS = ("idempotency-key", "x-idempotency-key")
 # `include[]` values LGOS honours. Reasoning is never encrypted here, so asking for its
 # encrypted content (which the Agents SDK does with store=false) is granted as it stands: the
 # reasoning items are whole already. The others name data no graph produces (logprobs,
@@ -505,7 +504,7 @@ def _body_idempotency_key(body: ResponsesBody) -> str | None:
         return None
     found = None
     for name, value in body.extra_headers.items():
-        if name.lower() not in IDEMPOTENCY_HEADERS:
+        if name.lower() not in decoding.IDEMPOTENCY_HEADERS:
             raise InvalidRequestError(
                 f"Invalid 'extra_headers.{name}': only Idempotency-Key may be sent this way.",
                 param=f"extra_headers.{name}",
@@ -737,23 +736,9 @@ def _resume_tail_start(items: list[Any], call_names: Mapping[str, str]) -> int:
     return start
 
 
-MAX_IDEMPOTENCY_KEY_LENGTH = 255
-
-
 def idempotency_key(headers: Mapping[str, str], decoded: DecodedResponsesRequest) -> str | None:
     """The client's Idempotency-Key: a header, or LiteLLM's body `extra_headers`."""
-    key = next((headers[name] for name in IDEMPOTENCY_HEADERS if name in headers), None)
-    if key is None:
-        key = decoded.body_idempotency_key
-    if key is None:
-        return None
-    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
-        raise InvalidRequestError(
-            "Invalid 'Idempotency-Key': expected 1 to 255 characters.",
-            param="Idempotency-Key",
-            code="invalid_value",
-        )
-    return key
+    return decoding.idempotency_key(headers, decoded.body_idempotency_key)
 
 
 @dataclass(frozen=True, slots=True)

@@ -232,7 +232,7 @@ async def test_idempotency_key_in_litellm_extra_headers(deployment: Deployment) 
     assert first.id == second.id
 
 
-async def test_key_reused_with_another_body_is_422(deployment: Deployment) -> None:
+async def test_key_reused_with_another_body_is_409(deployment: Deployment) -> None:
     key = str(uuid.uuid4())
     client = deployment.client()
     first = await client.responses.create(
@@ -242,7 +242,7 @@ async def test_key_reused_with_another_body_is_422(deployment: Deployment) -> No
         metadata=NO_DELAY,
         extra_headers={"Idempotency-Key": key},
     )
-    with pytest.raises(openai.UnprocessableEntityError) as caught:
+    with pytest.raises(openai.ConflictError) as caught:
         await client.responses.create(
             model="background-mock",
             input="another body",

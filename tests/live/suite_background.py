@@ -162,7 +162,7 @@ class BackgroundSuite:
         target.client().responses.create(input=unique_prompt("first"), **base, **carry(key))
         with pytest.raises(openai.APIStatusError) as caught:
             target.client().responses.create(input=unique_prompt("second"), **base, **carry(key))
-        expect_error(target, caught.value, 422, code="idempotency_key_reused")
+        expect_error(target, caught.value, 409, code="idempotency_key_reused")
 
     # ----------------------------------------------------- streaming in the background
     def test_background_stream_runs_to_the_end(self, target: Target) -> None:

@@ -79,6 +79,24 @@ MIGRATIONS: tuple[str, ...] = (
         used_at bigint NOT NULL
     )
     """,
+    # Idempotency-Keys of foreground creates (lgos.integrations.postgres.idempotency): a
+    # running claim has a token and a lease, a finished one its outcome.
+    """
+    CREATE TABLE IF NOT EXISTS lgos_idempotency_keys (
+        owner_scope text NOT NULL,
+        key text NOT NULL,
+        request_digest text NOT NULL,
+        token text,
+        lease_until timestamptz,
+        outcome jsonb,
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (owner_scope, key)
+    )
+    """,
+    """
+    CREATE INDEX IF NOT EXISTS lgos_idempotency_keys_expires_at_idx
+    ON lgos_idempotency_keys (expires_at)
+    """,
 )
 
 
