@@ -46,6 +46,7 @@ _OUTAGE_TEXT = (
     "Database connection failed",
     "error connecting in",
     "discarding broken connection",
+    "discarding closed connection",
     "reconnection attempt in pool",
     "connection is lost",
     "server closed the connection",
