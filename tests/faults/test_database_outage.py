@@ -123,12 +123,18 @@ def _engine_settings(
 class Refusals:
     """What the clients saw while the database was away."""
 
-    answers: list[tuple[str, int, str | None, str | None]] = field(default_factory=list)
+    answers: list[tuple[str, int, str | None, str | None, str]] = field(default_factory=list)
 
     def add(self, what: str, error: openai.APIStatusError) -> None:
         body = error.body if isinstance(error.body, dict) else {}
         self.answers.append(
-            (what, error.status_code, error.response.headers.get("retry-after"), body.get("code"))
+            (
+                what,
+                error.status_code,
+                error.response.headers.get("retry-after"),
+                body.get("code"),
+                str(body.get("message")),
+            )
         )
 
 
@@ -210,12 +216,16 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
 
     # Every request sent during the outage was refused, at once, the way the SDKs retry.
     assert sent >= 3, refusals
-    engine_away = "engine_unavailable" if deployment.engine == "hatchet" else "database_unavailable"
-    for _, status, retry_after, code in refusals.answers:
+    for what, status, retry_after, code, message in refusals.answers:
         assert status == 503, refusals
         assert retry_after is not None, refusals
         assert int(retry_after) >= 1, refusals
-        assert code in ("database_unavailable", engine_away), refusals
+        if what == "create" and deployment.engine == "hatchet":
+            # The engine answers first, and its answer names it (it was a generic 500).
+            assert code == "engine_unavailable", refusals
+            assert "Hatchet" in message, refusals
+        else:
+            assert code == "database_unavailable", refusals
 
     # Each refused create, retried with its key, runs once; the runs the outage caught finish.
     retried = {}
@@ -251,9 +261,12 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
         started = [step for step, event, _ in steps if event == "started"]
         assert started.count("step_1") == 1, (name, steps)
 
-    # Each worker wrote a bounded number of records while the database was away.
+    # Each worker wrote a bounded number of records while the database was away. On Hatchet,
+    # the SDK's action-listener subprocess prints lines of its own (its reconnection attempts
+    # to an engine that cannot check the token), which LGOS does not configure: counted apart.
     timings.rows.append(("requests refused during the outage", len(refusals.answers)))
     for key, lines in worker_records.items():
-        timings.rows.append((f"records of {key} during the outage", len(lines)))
-    for key, lines in worker_records.items():
-        assert len(lines) <= MAX_WORKER_RECORDS, (key, len(lines), lines[:40])
+        records = [line for line in lines if line.startswith("{")]
+        timings.rows.append((f"records of {key} during the outage", len(records)))
+        timings.rows.append((f"other lines of {key} during the outage", len(lines) - len(records)))
+        assert len(records) <= MAX_WORKER_RECORDS, (key, len(records), "\n".join(records))

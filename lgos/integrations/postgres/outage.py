@@ -9,8 +9,11 @@ that with one view:
 
 - the pool gives up reconnecting after `POOL_RECONNECT_SECONDS` and tells the watch
   (`reconnect_failed`); a warning about a lost connection, from any logger, tells it too;
-- the watch logs `postgres.unavailable` once, then tries one connection every
-  `PROBE_SECONDS`, logging `postgres.still_unavailable` every `SUMMARY_SECONDS`;
+- the watch tries one connection at once: if it connects, the failure was a blip (dead
+  connections are refilled, and what was held back is counted in `postgres.connections_lost`,
+  at most once per `SUMMARY_SECONDS`); otherwise it logs `postgres.unavailable` once, then
+  tries one connection every `PROBE_SECONDS`, logging `postgres.still_unavailable` every
+  `SUMMARY_SECONDS`;
 - the first probe that connects refills the pool (psycopg_pool's `check()`, which grows a pool
   that gave its connections up) and logs `postgres.available`, with how long the outage lasted
   and how many records it held back;
@@ -76,7 +79,8 @@ class DatabaseWatch:
         self._noticed: asyncio.Event | None = None
         self._lock = threading.Lock()
         self._held_back = 0
-        self.down = False
+        # When (monotonic) the last blip's held-back records were reported.
+        self._blip_reported_at = -SUMMARY_SECONDS
 
     def lost(self) -> None:
         """Something failed for want of the database: check, and watch it until it is back."""
@@ -103,36 +107,45 @@ class DatabaseWatch:
             await self._noticed.wait()
             self._noticed.clear()
             if await self._probe():
-                # A blip (a connection killed, a restart shorter than a probe): the pool's own
-                # checks replace the dead connections; nothing to report.
+                # A blip (a connection killed, a restart shorter than a probe): refill what the
+                # pool gave up; say what was held back, at most once per summary interval.
                 await self._refill()
+                self._report_blip()
                 continue
             await self._outage()
 
+    def _report_blip(self) -> None:
+        now = time.monotonic()
+        if now - self._blip_reported_at < SUMMARY_SECONDS:
+            return
+        held_back = self._take_held_back()
+        if held_back:
+            self._blip_reported_at = now
+            logger.warning(
+                "postgres.connections_lost",
+                extra={"pool": self.name, "records_held_back": held_back},
+            )
+
     async def _outage(self) -> None:
         started = time.monotonic()
-        self.down = True
         logger.warning(
             "postgres.unavailable",
             extra={"pool": self.name, "detail": "requests needing it answer 503 until it is back"},
         )
         summary_at = started + SUMMARY_SECONDS
-        try:
-            while not await self._probe():
-                await asyncio.sleep(PROBE_SECONDS)
-                if time.monotonic() >= summary_at:
-                    summary_at += SUMMARY_SECONDS
-                    logger.warning(
-                        "postgres.still_unavailable",
-                        extra={
-                            "pool": self.name,
-                            "outage_seconds": round(time.monotonic() - started, 1),
-                            "records_held_back": self._take_held_back(),
-                        },
-                    )
-            await self._refill()
-        finally:
-            self.down = False
+        while not await self._probe():
+            await asyncio.sleep(PROBE_SECONDS)
+            if time.monotonic() >= summary_at:
+                summary_at += SUMMARY_SECONDS
+                logger.warning(
+                    "postgres.still_unavailable",
+                    extra={
+                        "pool": self.name,
+                        "outage_seconds": round(time.monotonic() - started, 1),
+                        "records_held_back": self._take_held_back(),
+                    },
+                )
+        await self._refill()
         logger.warning(
             "postgres.available",
             extra={
@@ -151,10 +164,10 @@ class DatabaseWatch:
             conn = await AsyncConnection.connect(
                 self.uri, connect_timeout=PROBE_CONNECT_TIMEOUT_SECONDS, autocommit=True
             )
-        except Exception as error:
-            if is_transient_database_error(error):
-                return False
-            raise
+        except Exception:
+            # Refused, starting up, or even refusing us (a password changed meanwhile): not
+            # back for this process, and the watch must go on either way.
+            return False
         await conn.close()
         return True
 

@@ -33,8 +33,9 @@ def new_pool(
 
     A checkout waits at most `wait_seconds` (then `PoolTimeout`: the request answers 503). A
     lost connection is retried for `reconnect_seconds`, then given up and `on_reconnect_failed`
-    called; with a short one: the outage watch refills the pool once the database is back
-    (`lgos.integrations.postgres.outage`), instead of the pool's own back-off waiting it out.
+    called. `open_postgres` gives up after a second and lets its outage watch refill the pool
+    once the database is back (`outage`), instead of the pool's growing back-off waiting it
+    out.
     """
     idle_check = _IdleCheck()
     pool: Pool = AsyncConnectionPool(
