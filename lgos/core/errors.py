@@ -125,6 +125,39 @@ class IdempotencyKeyReusedError(ConflictError):
         )
 
 
+class ServiceUnavailableError(LgosError):
+    """Something the request needs is away for now (503 with `Retry-After`, which the SDKs
+    retry by themselves): the same request may succeed in a few seconds."""
+
+    status_code = 503
+    error_type = "server_error"
+
+    def __init__(self, message: str, *, code: str, retry_after_seconds: int = 1) -> None:
+        super().__init__(message, code=code)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class DatabaseUnavailableError(ServiceUnavailableError):
+    """PostgreSQL did not give a connection within the configured wait
+    (`LGOS_POSTGRES_WAIT_SECONDS`): it restarted or is down."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The database is unavailable; try again shortly.", code="database_unavailable"
+        )
+
+
+class EngineUnavailableError(ServiceUnavailableError):
+    """The background engine (or the database it keeps its runs in) is unreachable."""
+
+    def __init__(self, engine: str) -> None:
+        super().__init__(
+            f"The background engine ({engine}) is unavailable; try again shortly.",
+            code="engine_unavailable",
+        )
+        self.engine = engine
+
+
 class GraphError(RuntimeError):
     """A graph is misconfigured or produced output that cannot be served (a server bug, 500)."""
 
@@ -146,6 +179,11 @@ def is_transient_database_error(error: BaseException) -> bool:
         kinds += (psycopg.OperationalError,)
     if pool is not None:
         kinds += (pool.PoolTimeout,)
+    sqlalchemy = sys.modules.get("sqlalchemy.exc")
+    if sqlalchemy is not None:
+        # DBOS's client: its engine's checkout timed out (a lost connection is psycopg's
+        # OperationalError, which SQLAlchemy's wraps as the cause).
+        kinds += (sqlalchemy.TimeoutError,)
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:

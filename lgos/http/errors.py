@@ -21,7 +21,13 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from lgos.core.errors import LgosError, NotFoundError
+from lgos.core.errors import (
+    DatabaseUnavailableError,
+    LgosError,
+    NotFoundError,
+    ServiceUnavailableError,
+    is_transient_database_error,
+)
 from lgos.http.rendering import JSON
 from lgos.wire.error_envelope import SERVER_ERROR_MESSAGE, error_body
 
@@ -68,6 +74,8 @@ def lgos_error_response(error: LgosError) -> Response:
     if not error.retryable:
         # The SDKs retry 409 by default; our conflicts are final.
         response.headers["x-should-retry"] = "false"
+    if isinstance(error, ServiceUnavailableError):
+        response.headers["retry-after"] = str(error.retry_after_seconds)
     if error.status_code in (408, 413):
         # The rest of the body may still be on its way: stop it by closing the connection.
         response.headers["connection"] = "close"
@@ -124,6 +132,8 @@ async def _validation_error(request: Request, error: Exception) -> Response:
 
 
 async def _unhandled(request: Request, error: Exception) -> Response:
+    if is_transient_database_error(error):
+        return lgos_error_response(DatabaseUnavailableError())
     # Starlette logs the traceback itself (ServerErrorMiddleware re-raises after this reply).
     return server_error_response()
 

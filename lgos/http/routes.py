@@ -17,7 +17,11 @@ from starlette.routing import BaseRoute, Route
 
 from lgos.core import log_fields
 from lgos.core.background import TERMINAL_EVENTS, BackgroundBackend
-from lgos.core.errors import LgosError
+from lgos.core.errors import (
+    DatabaseUnavailableError,
+    LgosError,
+    is_transient_database_error,
+)
 from lgos.core.registry import GraphRegistry
 from lgos.core.stored import ResponseStore
 from lgos.core.stored_memory import InMemoryResponseStore
@@ -69,12 +73,17 @@ def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
             response = await endpoint(request)
         except LgosError as error:
             response = lgos_error_response(error)
-        except Exception:
-            logger.exception(
-                "http.request.failed",
-                extra={"http.request.method": request.method, "http.route": route},
-            )
-            response = server_error_response()
+        except Exception as error:
+            if is_transient_database_error(error):
+                # No connection within the pool's wait: the database is away. The outage is
+                # logged once by the pool's watch, not once per request.
+                response = lgos_error_response(DatabaseUnavailableError())
+            else:
+                logger.exception(
+                    "http.request.failed",
+                    extra={"http.request.method": request.method, "http.route": route},
+                )
+                response = server_error_response()
         finally:
             fields = log_fields.current()
             log_fields.reset(token)

@@ -24,19 +24,24 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
+import grpc  # type: ignore[import-untyped]  # the SDK's dependency; no stubs
 from hatchet_sdk import (
     Context,
     Hatchet,
     IdempotencyCollisionError,
     TTLBasedIdempotencyConfig,
 )
-from hatchet_sdk.clients.rest.exceptions import BadRequestException, NotFoundException
+from hatchet_sdk.clients.rest.exceptions import (
+    BadRequestException,
+    NotFoundException,
+    RestTransportError,
+)
 from hatchet_sdk.runnables.workflow import Standalone
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lgos.background.executor import JobExecutor
 from lgos.core.background import BackgroundJob, BackgroundRun, ResponseEventLog, engine_statuses
-from lgos.core.errors import ConfigurationError
+from lgos.core.errors import ConfigurationError, EngineUnavailableError
 
 __all__ = [
     "MIN_ENGINE_VERSION",
@@ -170,9 +175,10 @@ class HatchetBackgroundBackend:
             idempotency_key=job.idempotency_key or uuid.uuid4().hex,
         )
         try:
-            ref = await asyncio.wait_for(
-                self.task.aio_run(task_input, wait_for_result=False), self.call_timeout
-            )
+            async with _engine_call():
+                ref = await asyncio.wait_for(
+                    self.task.aio_run(task_input, wait_for_result=False), self.call_timeout
+                )
         except IdempotencyCollisionError as collision:
             existing = await self.get(_hex(collision.existing_run_external_id))
             if existing is None:
@@ -182,7 +188,10 @@ class HatchetBackgroundBackend:
 
     async def get(self, run_id: str) -> BackgroundRun | None:
         try:
-            details = await asyncio.wait_for(self.runs.aio_get(_uuid(run_id)), self.call_timeout)
+            async with _engine_call():
+                details = await asyncio.wait_for(
+                    self.runs.aio_get(_uuid(run_id)), self.call_timeout
+                )
         except (NotFoundException, BadRequestException, ValueError):
             return None
         return to_run(run_id, details.run)
@@ -190,7 +199,8 @@ class HatchetBackgroundBackend:
     async def cancel(self, run_id: str) -> None:
         # Hatchet cancels the task's asyncio task after a 1 s grace: CancelledError in the
         # graph. A finished run keeps its status.
-        await asyncio.wait_for(self.runs.aio_cancel(_uuid(run_id)), self.call_timeout)
+        async with _engine_call():
+            await asyncio.wait_for(self.runs.aio_cancel(_uuid(run_id)), self.call_timeout)
         # The engine applies the cancel asynchronously: wait until the run reads as finished,
         # so the cancel request answers with the cancelled Response (as OpenAI's does).
         deadline = asyncio.get_running_loop().time() + self.call_timeout
@@ -199,6 +209,36 @@ class HatchetBackgroundBackend:
             if run is None or run.terminal:
                 return
             await asyncio.sleep(CANCEL_POLL_SECONDS)
+
+
+ENGINE_NAME = "Hatchet"
+# The gRPC answers that mean the engine cannot serve anyone right now: it is out of reach, or it
+# cannot check our token (checked at start-up, so at run time that means the engine's own
+# database is away). Any other answer is the engine's word on the call itself (a cancel of a
+# finished run, an unknown id) and stays what it was.
+_ENGINE_AWAY_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED})
+
+
+def engine_unavailable(error: BaseException) -> bool:
+    """Whether `error` says the Hatchet engine (or its database) is away, not that the call
+    was wrong: our bound on the call ran out, the gRPC status says so, or the REST call never
+    reached the engine (refused, reset, timed out)."""
+    if isinstance(error, TimeoutError | RestTransportError):
+        return True
+    if isinstance(error, grpc.RpcError):
+        code = getattr(error, "code", None)
+        return callable(code) and code() in _ENGINE_AWAY_CODES
+    return False
+
+
+@asynccontextmanager
+async def _engine_call() -> AsyncIterator[None]:
+    try:
+        yield
+    except Exception as error:
+        if engine_unavailable(error):
+            raise EngineUnavailableError(ENGINE_NAME) from error
+        raise
 
 
 def to_run(run_id: str, run: Any) -> BackgroundRun | None:

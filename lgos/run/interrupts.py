@@ -37,6 +37,7 @@ from lgos.core.errors import (
     InvalidAnswerError,
     InvalidRequestError,
     RunFailedError,
+    is_transient_database_error,
 )
 from lgos.core.json_schema import JsonSchema
 from lgos.core.registry import CompiledGraph, GraphConfig
@@ -174,8 +175,10 @@ async def run_checkpointed(
                 raise
             if paused is None:
                 # A new run that failed or was cancelled before it paused: nobody can resume it.
-                # A kept thread stays: its next turn starts from the last good checkpoint.
-                if keep:
+                # A kept thread stays: its next turn starts from the last good checkpoint. So
+                # does a run that failed for want of the database: its retry continues from
+                # where it was (the sweep removes the checkpoint of one never retried).
+                if keep or is_transient_database_error(error):
                     raise
                 await _delete_quietly(graph, coordinator, key)
                 raise
@@ -398,12 +401,10 @@ async def _has_pending_work(
     state = await graph.aget_state(runnable_config(config, request, checkpointing))
     if turn_id is not None and (state.metadata or {}).get("lgos.turn") != turn_id:
         return False
-    # A task error means the run failed (or was cancelled), not that its worker died.
-    return (
-        bool(state.next)
-        and not state.interrupts
-        and not any(task.error is not None for task in state.tasks)
-    )
+    # A task error left here is the database's: a run that failed for good or was cancelled
+    # deleted its checkpoint, and one that lost the database kept it for this retry, which
+    # runs the failed task again (LangGraph keeps the writes of those that finished).
+    return bool(state.next) and not state.interrupts
 
 
 async def _latest_checkpoint(

@@ -50,7 +50,9 @@ async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResour
         from lgos.integrations.postgres.stored import PostgresResponseStore
 
         async with open_postgres(
-            settings.POSTGRES_URI, pool_size=settings.POSTGRES_POOL_SIZE
+            settings.POSTGRES_URI,
+            pool_size=settings.POSTGRES_POOL_SIZE,
+            wait_seconds=settings.POSTGRES_WAIT_SECONDS,
         ) as postgres:
             yield ServerResources(
                 checkpointer=postgres.checkpointer,

@@ -13,10 +13,16 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
+import grpc  # type: ignore[import-untyped]  # the SDK's dependency; no stubs
 import httpx2
 import pytest
 from hatchet_sdk import Hatchet, IdempotencyCollisionError
-from hatchet_sdk.clients.rest.exceptions import NotFoundException
+from hatchet_sdk.clients.rest.exceptions import (
+    NotFoundException,
+    RestTransportError,
+    ServiceException,
+    UnauthorizedException,
+)
 from langgraph.checkpoint.memory import InMemorySaver
 
 from demo.graphs.review import DelaySettings, background_mock_graph
@@ -37,6 +43,7 @@ from lgos.integrations.hatchet import (
     HatchetJobInput,
     check_engine_version,
     create_hatchet_task,
+    engine_unavailable,
 )
 from lgos.service import responses
 from lgos.service.background import new_job
@@ -322,3 +329,39 @@ async def test_api_refuses_background_streams_without_an_event_log(
         replay = await http.get(f"/v1/responses/{accepted.json()['id']}?stream=true")
         assert replay.status_code == 400
         assert replay.json()["error"]["param"] == "stream"
+
+
+def _rpc_error(code: grpc.StatusCode) -> grpc.aio.AioRpcError:
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details="")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        TimeoutError(),
+        RestTransportError(reason="connection refused"),
+        _rpc_error(grpc.StatusCode.UNAVAILABLE),
+        # What the engine answers while its own database is away (the token was checked at
+        # start-up).
+        _rpc_error(grpc.StatusCode.UNAUTHENTICATED),
+    ],
+)
+def test_an_engine_out_of_reach_is_unavailable(error: BaseException) -> None:
+    assert engine_unavailable(error)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        # The engine's own answers about the call: an unknown id, a cancel of a finished run.
+        NotFoundException(status=404, reason="not found"),
+        ServiceException(status=500, reason="internal"),
+        UnauthorizedException(status=401, reason="unauthorized"),
+        _rpc_error(grpc.StatusCode.NOT_FOUND),
+        _rpc_error(grpc.StatusCode.UNKNOWN),
+        _rpc_error(grpc.StatusCode.INTERNAL),
+        ValueError("not a run id"),
+    ],
+)
+def test_the_engines_answers_stay_what_they_were(error: BaseException) -> None:
+    assert not engine_unavailable(error)

@@ -71,8 +71,10 @@ class Cluster:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
         self.start()
 
-    def stop(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+    def stop(self, mode: str = "immediate") -> None:
+        """Stop the server. `immediate` may lose the last commits (the cluster runs with
+        `synchronous_commit=off`); `fast` keeps them, and still cuts every session."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
 
 
 def available() -> str | None:

@@ -147,6 +147,15 @@ async def restart_scenario(dbos: Deployment, cluster: Cluster) -> None:
     for run, name in zip(runs, names, strict=True):
         done = await finished(dbos, run.id, api=1)
         assert (done.status, done.output_text) == ("completed", steps_text(name)), done
+        # Each node finished once: the runs the restart interrupted at step_2 continued from
+        # their checkpoint (issue 29: their failed attempt had deleted it, and step_1 ran again).
+        steps = await dbos.steps(name)
+        assert [step for step, event, _ in steps if event == "finished"] == [
+            "step_1",
+            "step_2",
+            "step_3",
+        ], steps
+        assert [step for step, event, _ in steps if event == "started"].count("step_1") == 1, steps
     # The idle API answers the pause, and both APIs take new work at once.
     answered = await dbos.client(1).responses.create(
         model="background-interrupt",

@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from psycopg.conninfo import conninfo_to_dict
@@ -63,8 +63,9 @@ def _settings(path: Path) -> dict[str, str]:
 
 
 @contextmanager
-def running_engine(state_dir: Path) -> Iterator[dict[str, str]]:
-    """The client settings (HATCHET_CLIENT_*) of an engine that runs for the block."""
+def running_engine(state_dir: Path, database_uri: str | None = None) -> Iterator[dict[str, str]]:
+    """The client settings (HATCHET_CLIENT_*) of an engine that runs for the block, on a
+    throwaway database of the shared server, or on `database_uri` (a fault test's cluster)."""
     if os.environ.get("HATCHET_CLIENT_TOKEN"):
         yield {key: value for key, value in os.environ.items() if key.startswith("HATCHET_")}
         return
@@ -74,7 +75,10 @@ def running_engine(state_dir: Path) -> Iterator[dict[str, str]]:
             "run `just setup` (scripts/setup-hatchet.sh)"
         )
     grpc, runtime = free_port(), free_port()
-    with temporary_database("lgos_test_hatchet") as conninfo:
+    database = (
+        nullcontext(database_uri) if database_uri else temporary_database("lgos_test_hatchet")
+    )
+    with database as conninfo:
         env = {
             **os.environ,
             "DATABASE_URL": _database_url(conninfo),

@@ -133,7 +133,11 @@ async def open_dbos_client(
     await migrate(uri)
     client = await asyncio.to_thread(
         lambda: DBOSClient(
-            system_database_url=sqlalchemy_url(uri), application_name=APPLICATION_NAME
+            system_database_url=sqlalchemy_url(uri),
+            application_name=APPLICATION_NAME,
+            # DBOS would block a create until the database is back (with no deadline): raise
+            # instead, so the request answers 503 and the client retries it.
+            retry_connection_errors=False,
         )
     )
     try:

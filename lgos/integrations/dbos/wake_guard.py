@@ -33,8 +33,10 @@ class WakeGuard:
 
     TICK_SECONDS = 0.5
 
-    def __init__(self, lease_may_be_lost: Callable[[], bool]) -> None:
+    def __init__(self, lease_may_be_lost: Callable[[], bool], executor_id: str = "") -> None:
         self._lease_may_be_lost = lease_may_be_lost
+        # Named in the `worker.lease_lost` record, as the heartbeat's names it.
+        self._executor_id = executor_id
         self._stopped = threading.Event()
         self._previous_handler: Any = None
         self._previous_thread_profile: Any = None
@@ -46,7 +48,10 @@ class WakeGuard:
 
     def _check(self, how: str) -> None:
         if self._lease_may_be_lost():
-            lease_lost("", f"this process was stopped ({how}) for long enough to lose its lease")
+            lease_lost(
+                self._executor_id,
+                f"this process was stopped ({how}) for long enough to lose its lease",
+            )
 
     def _on_continue(self, signum: int, frame: object) -> None:
         self._check("SIGCONT")

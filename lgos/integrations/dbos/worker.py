@@ -71,7 +71,7 @@ class DBOSWorker:
     async def run(self, stop: asyncio.Event, *, shutdown_grace: float) -> None:
         await migrate(self.uri)
         await self._claim_executor_id()
-        guard = WakeGuard(self._lease_may_be_lost)
+        guard = WakeGuard(self._lease_may_be_lost, self.executor_id)
         beating = threading.Event()
         heartbeat = threading.Thread(
             target=self._heartbeat, args=(beating,), name="lgos-heartbeat", daemon=True

@@ -11,8 +11,9 @@ rest serve checkpoint and store I/O, which a running graph needs while it holds 
 Without that bound, N concurrent runs would hold every connection and wait forever for one
 more to write their checkpoints.
 
-Modules, one idea each: `pool` (the connection pool and its checkout check), `locks`
-(session advisory locks), `migrations` (LangGraph's schema and LGOS's), `coordinator` (run
+Modules, one idea each: `pool` (the connection pool and its checkout check), `outage` (a
+database outage watched once per process: the probe that refills the pool, bounded logging),
+`locks` (session advisory locks), `migrations` (LangGraph's schema and LGOS's), `coordinator` (run
 leases and the pause index), `events` (the streamed Responses' event log), `stored` (stored
 Responses and Conversations) and `resources` (`open_postgres`, which opens them together).
 """

@@ -11,7 +11,11 @@ from datetime import datetime
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, tuple_row
 
-from lgos.core.errors import LgosError, RunBusyError
+from lgos.core.errors import (
+    RunBusyError,
+    ServiceUnavailableError,
+    is_transient_database_error,
+)
 from lgos.integrations.postgres.locks import UNLOCK
 from lgos.integrations.postgres.pool import Pool
 
@@ -64,11 +68,8 @@ _SETTLE_AND_UNLOCK = {"paused": _MARK_PAUSED_AND_UNLOCK, "done": _MARK_DONE_AND_
 _DEFAULT_LEASE_WAIT_SECONDS = 30.0
 
 
-class RunCapacityError(LgosError):
+class RunCapacityError(ServiceUnavailableError):
     """Every lease slot of this process is taken; a retry later (or elsewhere) may succeed."""
-
-    status_code = 503
-    error_type = "server_error"
 
     def __init__(self) -> None:
         super().__init__(
@@ -186,10 +187,13 @@ class PostgresRunCoordinator:
                     row = await cursor.fetchone()
                 unlocked = bool(row and row[0])
             except Exception as error:
-                # A row left behind is removed by the sweep after the TTL: harmless.
-                logger.warning(
-                    "run_lease.unlock_failed", extra={"error.type": type(error).__qualname__}
-                )
+                # A row left behind is removed by the sweep after the TTL: harmless. A session
+                # the database ended (a restart, an outage, a fenced worker) took its lock with
+                # it: nothing was left locked, so nothing to warn about.
+                if not is_transient_database_error(error):
+                    logger.warning(
+                        "run_lease.unlock_failed", extra={"error.type": type(error).__qualname__}
+                    )
             if not unlocked:
                 # Never put a connection that may still hold a lease back into the pool.
                 await self._discard(conn)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import select
+from collections.abc import Callable
 from typing import Any
 
 from psycopg import AsyncConnection, pq
@@ -14,13 +15,34 @@ from psycopg_pool import AsyncConnectionPool
 Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
 
 
-def new_pool(uri: str, size: int) -> Pool:
-    """A pool of `size` connections (not yet open) as LangGraph's saver and store expect them."""
+# psycopg_pool's own default: how long it retries a lost connection before giving it up.
+PSYCOPG_RECONNECT_SECONDS = 300.0
+# How long a request waits for a connection by default before it answers 503.
+DEFAULT_WAIT_SECONDS = 5.0
+
+
+def new_pool(
+    uri: str,
+    size: int,
+    *,
+    wait_seconds: float = DEFAULT_WAIT_SECONDS,
+    reconnect_seconds: float = PSYCOPG_RECONNECT_SECONDS,
+    on_reconnect_failed: Callable[[], None] | None = None,
+) -> Pool:
+    """A pool of `size` connections (not yet open) as LangGraph's saver and store expect them.
+
+    A checkout waits at most `wait_seconds` (then `PoolTimeout`: the request answers 503). A
+    lost connection is retried for `reconnect_seconds`, then given up and `on_reconnect_failed`
+    called. `open_postgres` gives up after a second and lets its outage watch refill the pool
+    once the database is back (`outage`), instead of the pool's growing back-off waiting it
+    out.
+    """
     idle_check = _IdleCheck()
     pool: Pool = AsyncConnectionPool(
         uri,
         min_size=size,
         max_size=size,
+        timeout=wait_seconds,
         kwargs=_connection_kwargs(),
         # Each checkout is checked first (a round trip only when the server said something to
         # the idle session), so connections a database restart killed are replaced instead of
@@ -28,8 +50,14 @@ def new_pool(uri: str, size: int) -> Pool:
         check=lambda conn: idle_check(pool, conn),
         open=False,
         name="lgos",
+        reconnect_timeout=reconnect_seconds,
+        reconnect_failed=None if on_reconnect_failed is None else _ignore_pool(on_reconnect_failed),
     )
     return pool
+
+
+def _ignore_pool(callback: Callable[[], None]) -> Callable[[Pool], None]:
+    return lambda _pool: callback()
 
 
 def _connection_kwargs() -> dict[str, Any]:  # psycopg_pool's `kwargs` parameter

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,7 +17,12 @@ from lgos.integrations.postgres.coordinator import PostgresRunCoordinator
 from lgos.integrations.postgres.events import PostgresResponseEventLog
 from lgos.integrations.postgres.langgraph_internals import stop_store_batcher, widen_saver_lock
 from lgos.integrations.postgres.migrations import apply_migrations
-from lgos.integrations.postgres.pool import Pool, new_pool
+from lgos.integrations.postgres.outage import (
+    POOL_RECONNECT_SECONDS,
+    DatabaseWatch,
+    outage_logging,
+)
+from lgos.integrations.postgres.pool import DEFAULT_WAIT_SECONDS, Pool, new_pool
 
 logger = logging.getLogger("lgos.postgres")
 
@@ -32,8 +39,13 @@ class PostgresResources:
 
 
 @asynccontextmanager
-async def open_postgres(uri: str, *, pool_size: int) -> AsyncIterator[PostgresResources]:
-    """Open the pool, migrate under an advisory lock, and yield PostgreSQL-backed resources."""
+async def open_postgres(
+    uri: str, *, pool_size: int, wait_seconds: float = DEFAULT_WAIT_SECONDS
+) -> AsyncIterator[PostgresResources]:
+    """Open the pool, migrate under an advisory lock, and yield PostgreSQL-backed resources.
+
+    A request waits at most `wait_seconds` for a connection; while the database is away, its
+    outage is watched (and logged) once for the whole process (`outage`)."""
     if not uri:
         raise ConfigurationError("LGOS_POSTGRES_URI is not set")
     if pool_size < 2:
@@ -41,8 +53,16 @@ async def open_postgres(uri: str, *, pool_size: int) -> AsyncIterator[PostgresRe
             "LGOS_POSTGRES_POOL_SIZE must be at least 2: a run holds one connection for its "
             "lease and needs another to write its checkpoints"
         )
-    pool = new_pool(uri, pool_size)
+    watch = DatabaseWatch(uri, lambda: pool.check())
+    pool = new_pool(
+        uri,
+        pool_size,
+        wait_seconds=wait_seconds,
+        reconnect_seconds=POOL_RECONNECT_SECONDS,
+        on_reconnect_failed=watch.lost,
+    )
     await pool.open(wait=True)
+    watching = asyncio.create_task(watch.run())
     try:
         coordinator = PostgresRunCoordinator(pool)
         saver = AsyncPostgresSaver(pool)  # no pipeline: each call takes its own connection
@@ -52,21 +72,25 @@ async def open_postgres(uri: str, *, pool_size: int) -> AsyncIterator[PostgresRe
         widen_saver_lock(saver, max(1, pool_size - coordinator.max_leases))
         store = AsyncPostgresStore(pool)
         events = PostgresResponseEventLog(pool)
-        try:
-            await apply_migrations(pool, saver, store)
-            logger.info(
-                "postgres.ready",
-                extra={"pool_size": pool_size, "max_leases": coordinator.max_leases},
-            )
-            yield PostgresResources(
-                pool=pool,
-                checkpointer=saver,
-                store=store,
-                run_coordinator=coordinator,
-                events=events,
-            )
-        finally:
-            await events.close()
-            stop_store_batcher(store)
+        with outage_logging(watch):
+            try:
+                await apply_migrations(pool, saver, store)
+                logger.info(
+                    "postgres.ready",
+                    extra={"pool_size": pool_size, "max_leases": coordinator.max_leases},
+                )
+                yield PostgresResources(
+                    pool=pool,
+                    checkpointer=saver,
+                    store=store,
+                    run_coordinator=coordinator,
+                    events=events,
+                )
+            finally:
+                await events.close()
+                stop_store_batcher(store)
     finally:
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
         await pool.close()
