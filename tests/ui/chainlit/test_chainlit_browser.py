@@ -134,6 +134,27 @@ def test_run_in_background_is_on_for_the_graphs_meant_for_it(
     expect(switch).to_have_attribute("aria-checked", "true" if on else "false")
 
 
+@pytest.mark.parametrize(
+    ("model", "own", "others"),
+    [
+        ("simple-graph", ["audience"], ["words", "delay_seconds"]),
+        ("streaming-long-mock", ["words"], ["audience", "delay_seconds"]),
+        ("background-mock", ["delay_seconds"], ["audience", "words"]),
+    ],
+)
+def test_the_settings_panel_shows_only_the_graphs_own_settings(
+    chat: Chat, model: str, own: list[str], others: list[str]
+) -> None:
+    chat.pick_model(model)
+    chat.page.locator("#chat-settings-open-modal").click()
+    dialog = chat.page.get_by_role("dialog")
+    for key in own:
+        expect(dialog.locator(f"#{key}")).to_have_count(1)
+    # Another graph's setting would be sent to a graph that refuses it, or ignored in silence.
+    for key in others:
+        expect(dialog.locator(f"#{key}")).to_have_count(0)
+
+
 def test_bounded_setting_shows_its_range(chat: Chat) -> None:
     chat.pick_model("background-mock")
     chat.page.locator("#chat-settings-open-modal").click()
