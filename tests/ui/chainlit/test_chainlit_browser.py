@@ -270,6 +270,21 @@ def test_a_refused_answer_reads_refused_under_the_message_and_asks_again(
     expect(chat.page.get_by_text("Background report for: Typo check", exact=True)).to_have_count(2)
 
 
+def test_text_typed_while_a_card_waits_answers_it_and_starts_no_run(chat: Chat) -> None:
+    chat.pick_model("interruptible-approval")
+    chat.send("Typed plan")
+    card = chat.card()
+    expect(card).to_have_attribute("data-state", "pending")
+    # The composer belongs to the waiting review: `approve` typed and sent answers it.
+    chat.page.fill("#chat-input", "approve")
+    chat.page.locator("#chat-submit").click()
+    chat.expect_answered("approve")
+    expect(chat.page.get_by_text("Published 'Typed plan'.")).to_have_count(1)
+    # Exactly one run: nobody is asked to publish 'approve', and no second card appears.
+    expect(chat.page.get_by_text("Approve publishing 'approve'?")).to_have_count(0)
+    expect(chat.page.locator("[id^='review-']")).to_have_count(1)
+
+
 def test_always_approve_answers_the_next_question_of_its_kind(
     chat: Chat, screenshot_dir: Path
 ) -> None:

@@ -112,6 +112,7 @@ def test_a_page_load_shows_no_login_toast(page: Page, openwebui_url: str) -> Non
     open_chat(page, openwebui_url, "lgos.simple-graph")
     expect(page.get_by_role("button", name=re.compile("Say hello"))).to_be_visible()
     first = page.evaluate("JSON.parse(sessionStorage.getItem('toasts') || '[]')")
+    assert any("logged in" in text for text in first), first  # what the record sees
     page.evaluate("sessionStorage.setItem('toasts', '[]')")
     # Later page loads open the chat without telling them again.
     page.reload(wait_until="domcontentloaded")
