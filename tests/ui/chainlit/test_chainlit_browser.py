@@ -419,6 +419,31 @@ def test_a_stopped_worker_is_named_with_the_command_that_starts_one(
     expect(chat.page.get_by_text(re.compile(r"Background run: Cancelled"))).to_be_visible()
 
 
+def test_an_unreachable_api_is_named_with_the_command_that_starts_it(
+    chainlit_without_worker, new_page
+) -> None:
+    app, stack = chainlit_without_worker
+    chat = Chat(new_page(), app.url)
+    chat.login()
+    chat.pick_model("simple-graph")
+    # The API goes away (a crash, `just demo/down`): the next message cannot reach it.
+    stack.server.stop()
+    try:
+        chat.page.fill("#chat-input", "Anyone there?")
+        chat.page.locator("#chat-submit").click()
+        # The piece by name, where it was looked for, and the command that starts it.
+        expect(
+            chat.page.get_by_text(
+                re.compile(
+                    r"Could not reach the LGOS API at http://127\.0\.0\.1:\d+/v1 .*"
+                    r"Start it with just demo/api, then reload the page or send your message again"
+                )
+            )
+        ).to_be_visible()
+    finally:
+        stack.server.start()
+
+
 def test_background_result_arrives_after_a_reload(chat: Chat, screenshot_dir: Path) -> None:
     """Start background work, leave (reload), come back: the page picks the polling up."""
     chat.pick_model("background-mock")
