@@ -14,7 +14,12 @@ OPEN_DEADLINE_SECONDS = 180
 
 
 def open_chat(page: Page, url: str, model: str) -> None:
-    page.goto(f"{url}/?models={model}", wait_until="domcontentloaded")
+    load(page, f"{url}/?models={model}")
+
+
+def load(page: Page, url: str) -> None:
+    """Open a page of Open WebUI and wait until its chat box shows."""
+    page.goto(url, wait_until="domcontentloaded")
     # Chromium aborts loads when the machine's network changes (containers starting on a shared
     # host: net::ERR_NETWORK_CHANGED, often several times in a row), and Open WebUI then shows
     # its error page: load it again until the chat box shows, within a deadline.

@@ -20,6 +20,7 @@ from tests.support.media import png
 from tests.support.openwebui_page import (
     expect_finished,
     last_answer,
+    load,
     open_chat,
     review_card,
     send,
@@ -77,7 +78,7 @@ def chat_content(url: str, token: str, page: Page) -> str:
 def test_first_page_has_no_modal_and_offers_the_graph_starters(
     page: Page, openwebui_url: str
 ) -> None:
-    page.goto(openwebui_url, wait_until="domcontentloaded")
+    load(page, openwebui_url)
     # The starters of the default model (simple-graph) load with the page's config: by then a
     # "What's New" modal would be open.
     expect(page.get_by_role("button", name=re.compile("Say hello"))).to_be_visible()
@@ -489,7 +490,7 @@ def test_text_typed_while_the_card_is_open_answers_the_review(
     # Close the tab and open the chat again: the card is back.
     chat_url = page.url
     page.goto("about:blank")
-    page.goto(chat_url, wait_until="domcontentloaded")
+    load(page, chat_url)
     expect(review_card(page)).to_contain_text("Approve publishing 'Typed while open'?")
     # The composer belongs to the review: typed text answers it, it starts no run.
     send(page, "approve")
