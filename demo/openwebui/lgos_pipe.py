@@ -32,9 +32,9 @@ log = logging.getLogger("lgos_pipe")
 # Statuses after which a Response no longer changes, and the stream events that end one.
 TERMINAL = {"completed", "failed", "cancelled", "incomplete"}
 TERMINAL_EVENTS = {"response.completed", "response.failed", "response.incomplete"}
-# How long Open WebUI keeps a review card open (it allows 60 s to 240 s); after that the
-# review stays pending on the server and a reply in the chat answers it.
-REVIEW_CARD_TIMEOUT_MS = 240_000
+# How long Open WebUI keeps a review card open by default (it allows 60 s to 240 s); after
+# that the review stays pending on the server, and Answer now or a reply in the chat answers it.
+REVIEW_CARD_TIMEOUT_SECONDS = 240
 # After this long in the queue the status line says that no worker has taken the run.
 QUEUED_WARNING_SECONDS = 3
 # The function call name LGOS uses for a question the graph paused on.
@@ -674,6 +674,11 @@ class Pipe:
             description="The command that starts a background worker, named when no worker "
             "takes a run.",
         )
+        review_card_timeout_seconds: int = Field(
+            default=REVIEW_CARD_TIMEOUT_SECONDS,
+            description="How long a review card stays open (Open WebUI keeps it 60 to 240 s); "
+            "then the review waits, and Answer now under its message opens the card again.",
+        )
 
     class UserValves(BaseModel):
         """Per-user settings, shown in the chat's Controls panel under Valves."""
@@ -880,14 +885,16 @@ class _Turn:
         try:
             base = await self._request_base(metadata)
             waiting = None if resume else (pending.pop(server, chat_id) if chat_id else None)
+            # The line saying a review was answered, shown once the graph has taken the answer
+            # (a refused answer never reads as answered), and the typed answer it was, if any.
+            announce = ""
+            typed: str | None = None
             if waiting is not None:
                 # A review waits in this chat: whatever was typed answers it, never a new run.
                 review: Review | None = waiting
-                text = _content_text(input_items[-1]["content"]).strip() if input_items else ""
-                request = waiting.answer_request(base, text)
-                await mark_chat_waiting(chat_id, False, self._emit)
-                yield answered_line(text).lstrip()
-                await self._mark_answered_elsewhere(waiting, metadata, text)
+                typed = _content_text(input_items[-1]["content"]).strip() if input_items else ""
+                request = waiting.answer_request(base, typed)
+                announce = answered_line(typed).lstrip()
             else:
                 review = resume
                 request = {**base, "input": input_items}
@@ -902,6 +909,10 @@ class _Turn:
                             if final is not None:
                                 response = final
                             else:
+                                # Text of the resumed run: the graph took the answer.
+                                if announce:
+                                    yield announce
+                                    announce = ""
                                 yield text
                     except LgosError as exc:
                         if review is None or exc.status != 400:
@@ -913,7 +924,16 @@ class _Turn:
                         refused = (response.get("error") or {}).get("message") or "refused"
                     if refused is not None and review is not None:
                         yield f"\n\n> **The answer was not accepted:** {refused}\n\n"
+                        announce = ""
                     else:
+                        if announce:
+                            yield announce
+                            announce = ""
+                        if waiting is not None and typed is not None:
+                            # The typed answer was taken: the earlier message no longer waits.
+                            await mark_chat_waiting(chat_id, False, self._emit)
+                            await self._mark_answered_elsewhere(waiting, metadata, typed)
+                            typed = None
                         async for note in self._sources_and_outcome(response):
                             yield note
                         calls = interrupt_calls(response)
@@ -974,7 +994,7 @@ class _Turn:
                     resume = None
                     yield "\n"
                 else:
-                    yield answered_line(" · ".join(answers))
+                    announce = answered_line(" · ".join(answers))
                 request = review.answer_request(base, *answers)
         except LgosError as exc:
             log.warning("request for %s failed: %s", self.model, exc)
@@ -1233,7 +1253,7 @@ class _Turn:
                 "data": {
                     "questions": [question.card()],
                     "allow_other": question.allow_other,
-                    "timeout_ms": REVIEW_CARD_TIMEOUT_MS,
+                    "timeout_ms": int(self.valves.review_card_timeout_seconds * 1000),
                 },
             }
         )

@@ -4,20 +4,34 @@ Open WebUI browser tests and by the compose stack's browser pass."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from playwright.sync_api import Page, expect
 
+# How long a chat may keep failing to load while the machine's network changes.
+OPEN_DEADLINE_SECONDS = 180
+
 
 def open_chat(page: Page, url: str, model: str) -> None:
-    page.goto(f"{url}/?models={model}", wait_until="domcontentloaded")
+    load(page, f"{url}/?models={model}")
+
+
+def load(page: Page, url: str) -> None:
+    """Open a page of Open WebUI and wait until its chat box shows."""
+    page.goto(url, wait_until="domcontentloaded")
     # Chromium aborts loads when the machine's network changes (containers starting on a shared
-    # host: net::ERR_NETWORK_CHANGED), and Open WebUI then shows its error page: load it again.
+    # host: net::ERR_NETWORK_CHANGED, often several times in a row), and Open WebUI then shows
+    # its error page: load it again until the chat box shows, within a deadline.
+    chat_input = page.locator("#chat-input")
     failed = page.get_by_text("500: Internal Error")
-    expect(page.locator("#chat-input").or_(failed)).to_be_visible()
-    if failed.is_visible():
+    deadline = time.monotonic() + OPEN_DEADLINE_SECONDS
+    while True:
+        expect(chat_input.or_(failed).first).to_be_visible()
+        if not failed.is_visible() or time.monotonic() > deadline:
+            break
         page.reload(wait_until="domcontentloaded")
-    expect(page.locator("#chat-input")).to_be_visible()
+    expect(chat_input).to_be_visible()
 
 
 def send(page: Page, text: str) -> None:

@@ -215,6 +215,10 @@ class ChainlitApp:
             "CHAINLIT_AUTH_SECRET": secrets.token_urlsafe(48),
             "LGOS_CHAINLIT_USER": "demo",
             "LGOS_CHAINLIT_PASSWORD": "demo",
+            # How an outage message names the server and its fix (demo/justfile names the
+            # gateway and `just demo/litellm`; these tests talk to the API itself).
+            "LGOS_UPSTREAM_NAME": "the LGOS API",
+            "LGOS_UPSTREAM_START": "just demo/api",
         }
         self.env.pop("OPENAI_BASE_URL", None)
         # A gateway in front of LGOS (LGOS_CHAINLIT_TEST_BASE_URL) may want its key.

@@ -134,6 +134,27 @@ def test_run_in_background_is_on_for_the_graphs_meant_for_it(
     expect(switch).to_have_attribute("aria-checked", "true" if on else "false")
 
 
+@pytest.mark.parametrize(
+    ("model", "own", "others"),
+    [
+        ("simple-graph", ["audience"], ["words", "delay_seconds"]),
+        ("streaming-long-mock", ["words"], ["audience", "delay_seconds"]),
+        ("background-mock", ["delay_seconds"], ["audience", "words"]),
+    ],
+)
+def test_the_settings_panel_shows_only_the_graphs_own_settings(
+    chat: Chat, model: str, own: list[str], others: list[str]
+) -> None:
+    chat.pick_model(model)
+    chat.page.locator("#chat-settings-open-modal").click()
+    dialog = chat.page.get_by_role("dialog")
+    for key in own:
+        expect(dialog.locator(f"#{key}")).to_have_count(1)
+    # Another graph's setting would be sent to a graph that refuses it, or ignored in silence.
+    for key in others:
+        expect(dialog.locator(f"#{key}")).to_have_count(0)
+
+
 def test_bounded_setting_shows_its_range(chat: Chat) -> None:
     chat.pick_model("background-mock")
     chat.page.locator("#chat-settings-open-modal").click()
@@ -247,6 +268,21 @@ def test_a_refused_answer_reads_refused_under_the_message_and_asks_again(
     chat.answer_review("Approve")
     chat.expect_answered("approve")
     expect(chat.page.get_by_text("Background report for: Typo check", exact=True)).to_have_count(2)
+
+
+def test_text_typed_while_a_card_waits_answers_it_and_starts_no_run(chat: Chat) -> None:
+    chat.pick_model("interruptible-approval")
+    chat.send("Typed plan")
+    card = chat.card()
+    expect(card).to_have_attribute("data-state", "pending")
+    # The composer belongs to the waiting review: `approve` typed and sent answers it.
+    chat.page.fill("#chat-input", "approve")
+    chat.page.locator("#chat-submit").click()
+    chat.expect_answered("approve")
+    expect(chat.page.get_by_text("Published 'Typed plan'.")).to_have_count(1)
+    # Exactly one run: nobody is asked to publish 'approve', and no second card appears.
+    expect(chat.page.get_by_text("Approve publishing 'approve'?")).to_have_count(0)
+    expect(chat.page.locator("[id^='review-']")).to_have_count(1)
 
 
 def test_always_approve_answers_the_next_question_of_its_kind(
@@ -381,6 +417,31 @@ def test_a_stopped_worker_is_named_with_the_command_that_starts_one(
     chat.shot(screenshot_dir, "queued-no-worker")
     chat.page.locator("#stop-button").click()
     expect(chat.page.get_by_text(re.compile(r"Background run: Cancelled"))).to_be_visible()
+
+
+def test_an_unreachable_api_is_named_with_the_command_that_starts_it(
+    chainlit_without_worker, new_page
+) -> None:
+    app, stack = chainlit_without_worker
+    chat = Chat(new_page(), app.url)
+    chat.login()
+    chat.pick_model("simple-graph")
+    # The API goes away (a crash, `just demo/down`): the next message cannot reach it.
+    stack.server.stop()
+    try:
+        chat.page.fill("#chat-input", "Anyone there?")
+        chat.page.locator("#chat-submit").click()
+        # The piece by name, where it was looked for, and the command that starts it.
+        expect(
+            chat.page.get_by_text(
+                re.compile(
+                    r"Could not reach the LGOS API at http://127\.0\.0\.1:\d+/v1 .*"
+                    r"Start it with just demo/api, then reload the page or send your message again"
+                )
+            )
+        ).to_be_visible()
+    finally:
+        stack.server.start()
 
 
 def test_background_result_arrives_after_a_reload(chat: Chat, screenshot_dir: Path) -> None:

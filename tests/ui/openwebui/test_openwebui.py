@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from tests.support.media import png
 from tests.support.openwebui_page import (
     expect_finished,
     last_answer,
+    load,
     open_chat,
     review_card,
     send,
@@ -76,7 +78,7 @@ def chat_content(url: str, token: str, page: Page) -> str:
 def test_first_page_has_no_modal_and_offers_the_graph_starters(
     page: Page, openwebui_url: str
 ) -> None:
-    page.goto(openwebui_url, wait_until="domcontentloaded")
+    load(page, openwebui_url)
     # The starters of the default model (simple-graph) load with the page's config: by then a
     # "What's New" modal would be open.
     expect(page.get_by_role("button", name=re.compile("Say hello"))).to_be_visible()
@@ -88,6 +90,38 @@ def test_first_page_has_no_modal_and_offers_the_graph_starters(
     open_chat(page, openwebui_url, "lgos.deep-research")
     expect(page.get_by_role("button", name=re.compile("How the sea kites work"))).to_be_visible()
     expect(page.get_by_role("dialog")).to_have_count(0)
+
+
+# Every toast the page shows, kept in sessionStorage so that a reload does not forget them.
+RECORD_TOASTS = """
+new MutationObserver(() => {
+  const seen = JSON.parse(sessionStorage.getItem("toasts") || "[]");
+  for (const toast of document.querySelectorAll("[data-sonner-toast]")) {
+    if (!toast.dataset.recorded) {
+      toast.dataset.recorded = "1";
+      seen.push(toast.innerText);
+    }
+  }
+  sessionStorage.setItem("toasts", JSON.stringify(seen));
+}).observe(document, { childList: true, subtree: true });
+"""
+
+
+def test_a_page_load_shows_no_login_toast(page: Page, openwebui_url: str) -> None:
+    page.add_init_script(RECORD_TOASTS)
+    # The single user (WEBUI_AUTH=false) is signed in on the first visit, and told so once.
+    open_chat(page, openwebui_url, "lgos.simple-graph")
+    expect(page.get_by_role("button", name=re.compile("Say hello"))).to_be_visible()
+    first = page.evaluate("JSON.parse(sessionStorage.getItem('toasts') || '[]')")
+    assert any("logged in" in text for text in first), first  # what the record sees
+    page.evaluate("sessionStorage.setItem('toasts', '[]')")
+    # Later page loads open the chat without telling them again.
+    page.reload(wait_until="domcontentloaded")
+    expect(page.locator("#chat-input")).to_be_visible()
+    open_chat(page, openwebui_url, "lgos.simple-graph")
+    expect(page.get_by_role("button", name=re.compile("Say hello"))).to_be_visible()
+    later = page.evaluate("JSON.parse(sessionStorage.getItem('toasts') || '[]')")
+    assert not any("logged in" in text for text in later), (first, later)
 
 
 def test_simple_graph_streams_answer(
@@ -275,6 +309,11 @@ def test_refused_answer_shows_the_graph_message_and_asks_again(
     expect(answer).to_contain_text("'approve' or 'reject'")
     card = review_card(page)
     expect(card).to_contain_text("Approve the prepared report?")
+    # Refused is not answered: neither the reply nor the first message says it was.
+    expect(answer).not_to_contain_text("Review answered")
+    first = page.locator("#messages-container #response-content-container").first
+    expect(first).to_contain_text("Waiting for your review")
+    expect(first).not_to_contain_text("Review answered")
     screenshot(page, "review-refused")
     card.get_by_role("button", name=re.compile("^Approve")).click()
     expect(last_answer(page)).to_contain_text("Background report for: Typo check")
@@ -451,7 +490,7 @@ def test_text_typed_while_the_card_is_open_answers_the_review(
     # Close the tab and open the chat again: the card is back.
     chat_url = page.url
     page.goto("about:blank")
-    page.goto(chat_url, wait_until="domcontentloaded")
+    load(page, chat_url)
     expect(review_card(page)).to_contain_text("Approve publishing 'Typed while open'?")
     # The composer belongs to the review: typed text answers it, it starts no run.
     send(page, "approve")
@@ -485,6 +524,45 @@ def test_answer_now_brings_the_card_back_after_cancel(
     screenshot(page, "answer-now")
     card.get_by_role("button", name=re.compile("^Approve")).click()
     expect(answer).to_contain_text("Published 'Answer me later'.")
+    expect(answer).to_contain_text(re.compile(r"Review answered: approve · \d\d:\d\d:\d\d UTC"))
+    expect(answer).not_to_contain_text("Waiting for your review")
+
+
+@pytest.fixture
+def short_card_timeout(openwebui_url: str, admin_token: str) -> Iterator[None]:
+    """The review card of the `lgos` Pipe closes after Open WebUI's shortest time, 60 s (the
+    default is the longest, 240 s), for one test."""
+    url = f"{openwebui_url}/api/v1/functions/id/lgos/valves"
+    before = dict(http_json("GET", url, token=admin_token) or {})
+    http_json("POST", f"{url}/update", {**before, "review_card_timeout_seconds": 60}, admin_token)
+    try:
+        yield
+    finally:
+        http_json("POST", f"{url}/update", before, admin_token)
+
+
+def test_answer_now_brings_the_card_back_after_it_timed_out(
+    page: Page, openwebui_url: str, user_valves: Any, short_card_timeout: None
+) -> None:
+    user_valves()
+    open_chat(page, openwebui_url, "lgos.interruptible-approval")
+    send(page, "Nobody answers")
+    expect(review_card(page)).to_contain_text("Approve publishing 'Nobody answers'?")
+    # Nobody answers the card: once its time is up the message says the review waits and how
+    # to answer it (the wait is the card's own 60 s, a condition with a deadline past it).
+    answer = last_answer(page)
+    expect(answer).to_contain_text(
+        "Waiting for your review: Approve publishing 'Nobody answers'?", timeout=180_000
+    )
+    expect(status_line(page)).to_have_text("Waiting for your review")
+    expect_finished(page)
+    # The timed-out card leaves no buttons that answer nothing: Answer now brings it back.
+    expect(review_card(page)).to_have_count(0)
+    page.get_by_role("button", name="Answer now").last.click()
+    card = review_card(page)
+    expect(card).to_contain_text("Approve publishing 'Nobody answers'?")
+    card.get_by_role("button", name=re.compile("^Approve")).click()
+    expect(answer).to_contain_text("Published 'Nobody answers'.")
     expect(answer).to_contain_text(re.compile(r"Review answered: approve · \d\d:\d\d:\d\d UTC"))
     expect(answer).not_to_contain_text("Waiting for your review")
 
