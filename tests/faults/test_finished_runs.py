@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -45,6 +46,7 @@ from tests.faults.test_database_and_workers import (
     steps_text,
 )
 from tests.support.postgres import temporary_database
+from tests.support.processes import Process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -168,6 +170,10 @@ async def test_a_started_run_whose_checkpoint_is_gone_fails_instead_of_starting_
 # A worker's whole process group frozen mid-run (a paused VM or container), in real deployments.
 
 FROZEN_RUNS = 3
+# How long the group stays frozen: the fault itself (a paused VM or container), as issue 29
+# reproduced it. Long enough for the replacement's retries to back off (15 s, then 30 s)
+# while they wait for the lease, which is when the old code ran every node again.
+FREEZE_SECONDS = 60.0
 
 
 @pytest.fixture(scope="module")
@@ -227,6 +233,7 @@ async def frozen_group_scenario(deployment: Deployment) -> None:
     frozen_runs = [name for name in names if pids[name] == frozen_pid]
     others = [worker for worker in deployment.workers.values() if worker is not frozen]
     os.killpg(frozen_pid, signal.SIGSTOP)
+    frozen_at = time.monotonic()
     try:
         for name in names:
             await deployment.open_gate(name)
@@ -250,9 +257,22 @@ async def frozen_group_scenario(deployment: Deployment) -> None:
                 )
 
             await eventually(reassigned, "Hatchet to hand a frozen run to the other worker")
+        # The fault lasts its whole length, whatever happened meanwhile (not a wait for a
+        # condition: the replacement must be left retrying for as long as in the field).
+        await asyncio.sleep(max(0.0, FREEZE_SECONDS - (time.monotonic() - frozen_at)))
     finally:
         os.killpg(frozen_pid, signal.SIGCONT)
 
+    if deployment.engine == "hatchet":
+        # The frozen worker finished its runs when it woke, while their replacement waited
+        # for the lease. Wait for the replacement to be done with each: it finds the run
+        # finished under the lease and returns that Response (before issue 29 it took the
+        # free lease, found no checkpoint and ran every node again).
+        for name in frozen_runs:
+            await eventually(
+                lambda name=name: replacement_done(deployment, others, runs[name].id, name),
+                f"the replacement of {name} to find it finished, or to run it again",
+            )
     for name in names:
         done = await finished(deployment, runs[name].id)
         assert (done.status, done.output_text) == ("completed", steps_text(name)), done
@@ -274,14 +294,19 @@ async def frozen_group_scenario(deployment: Deployment) -> None:
                 pid for step, event, pid in steps if event == "finished" and step != "step_1"
             }
             assert frozen_pid not in after_freeze, steps
-    else:
-        # The frozen worker finished its runs when it woke; their replacement found them
-        # finished under the lease and returned that Response, running nothing.
-        async def no_op() -> bool:
-            return any(
-                record.get("message") == "background.already_finished"
-                for worker in others
-                for record in worker.records()
-            )
 
-        assert await eventually(no_op, "the replacement to find the run finished")
+
+async def replacement_done(
+    deployment: Deployment, others: list[Process], response_id: str, name: str
+) -> bool:
+    """The replacement found the run finished, or ran its first node a second time."""
+    run = engine_run_id(response_id)
+    if any(
+        record.get("message") == "background.already_finished"
+        and record.get("engine_run_id") == run
+        for worker in others
+        for record in worker.records()
+    ):
+        return True
+    steps = await deployment.steps(name)
+    return [step for step, event, _ in steps if event == "started"].count("step_1") > 1
