@@ -275,8 +275,13 @@ async def frozen_group_scenario(deployment: Deployment) -> None:
             )
     for name in names:
         done = await finished(deployment, runs[name].id)
-        assert (done.status, done.output_text) == ("completed", steps_text(name)), done
         steps = await deployment.steps(name)
+        assert (done.status, done.output_text) == ("completed", steps_text(name)), (
+            done.error,
+            steps,
+            name in frozen_runs,
+            [worker.output(40) for worker in deployment.workers.values()],
+        )
         finishes = Counter(step for step, event, _ in steps if event == "finished")
         # Each node finished exactly once, and the first one never started again.
         assert finishes == {"step_1": 1, "step_2": 1, "step_3": 1}, steps
