@@ -136,7 +136,7 @@ async def execute_background_job(
     recovery) already finished it, and that Response is returned again without running
     anything; an execution that started earlier is continued from its checkpoint, and fails
     (`RUN_LOST_MESSAGE`) instead of starting over when its checkpoint is gone. Every end,
-    streamed or not, is logged before the lease is released (`run_once`).
+    streamed or not, is logged before the lease is released (`_Run.once`).
 
     No retries: a graph that raises yields a `failed` Response. A request problem found here
     (a stale interrupt answer, a busy run) keeps its message; anything else gets a generic
