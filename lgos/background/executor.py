@@ -4,10 +4,13 @@ API prepared (the job holds it; nothing here decodes or prepares a request)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from langgraph.pregel import Pregel
@@ -27,10 +30,11 @@ from lgos.core.coordinator import RunCoordinator
 from lgos.core.errors import LgosError, RunBusyError, is_transient_database_error
 from lgos.core.job import PreparedJob
 from lgos.core.registry import CompiledGraph, GraphConfig, GraphFeature, GraphRegistry
+from lgos.run.interrupts import checkpoint_thread_id, has_work_left
 from lgos.service import responses
 from lgos.wire import ids
 from lgos.wire.responses_encoder import ResponsesStream, failure
-from lgos.wire.types.events import ResponseLifecycleEvent, as_events
+from lgos.wire.types.events import ResponseLifecycleEvent, StreamEvent, as_events
 from lgos.wire.types.responses import ResponseObject, as_response
 
 logger = logging.getLogger("lgos.background")
@@ -40,6 +44,13 @@ logger = logging.getLogger("lgos.background")
 # found busy is tried again the same way: the holder may be a stuck worker whose sessions
 # the reaper has just ended, and its lease goes with them.
 RETRY_DELAYS_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+# The end of a run that an earlier execution started but whose checkpoint is gone (it ended
+# without logging its end, or its checkpoint expired): running it again from the start would
+# repeat every side effect of the nodes that had finished.
+RUN_LOST_MESSAGE = (
+    "This background response was started earlier and its progress is gone, so it was not "
+    "run again from the start. Create the response again."
+)
 
 
 class DurableRuns:
@@ -120,11 +131,16 @@ async def execute_background_job(
     event goes to the log as it is produced, and the Response JSON is that of the terminal
     event.
 
+    With `durable` and `events` (every `lgos worker`), a job runs once: under its run's lease,
+    the log says whether an earlier execution of this engine run (a retry, a reassignment, a
+    recovery) already finished it, and that Response is returned again without running
+    anything; an execution that started earlier is continued from its checkpoint, and fails
+    (`RUN_LOST_MESSAGE`) instead of starting over when its checkpoint is gone. Every end,
+    streamed or not, is logged before the lease is released (`_Run.once`).
+
     No retries: a graph that raises yields a `failed` Response. A request problem found here
     (a stale interrupt answer, a busy run) keeps its message; anything else gets a generic
-    message and the details go to the log. A run whose worker died is continued from its
-    last checkpoint when the graph has one (always, with `durable`), so finished nodes do
-    not run again.
+    message and the details go to the log.
     """
     token = log_fields.bind(
         request_id=job.request_id, model=job.model, run_id=job.run_id, engine_run_id=engine_run_id
@@ -140,13 +156,14 @@ async def execute_background_job(
             echo = responses.job_echo(job.echo, str(ids.RunResponseId(job.run_id, engine_run_id)))
             return echo.snapshot("failed", error=failure(LEGACY_JOB_MESSAGE))
         log_fields.add(response_id=prepared.echo.id)
+        run = _Run(job, engine_run_id, registry, prepared, events)
 
         async def attempt() -> ResponseObject:
+            if durable is not None and events is not None and prepared.plan.run_id is not None:
+                return await run.once(prepared.plan.run_id)
             if job.stream and events is not None:
-                return await _execute_streaming(job, engine_run_id, registry, prepared, events)
-            return await responses.create(
-                registry, prepared, scope=job.owner_scope, continue_existing=True
-            )
+                return await run.streamed(events, await run.written(events))
+            return await run.polled()
 
         try:
             return await with_retries(attempt)
@@ -161,38 +178,156 @@ async def execute_background_job(
         log_fields.reset(token)
 
 
-async def _execute_streaming(
-    job: BackgroundJob,
-    engine_run_id: str,
-    registry: GraphRegistry,
-    prepared: responses.PreparedResponse,
-    events: ResponseEventLog,
-) -> ResponseObject:
-    # Events a dead worker already wrote stay: this run continues their sequence numbers.
-    written = as_events(await events.read(engine_run_id, FIRST_WORKER_SEQUENCE - 1))
-    if written and written[-1]["type"] in TERMINAL_EVENTS:
-        # The previous worker finished the stream but died before the engine stored the result.
-        return as_response(written[-1]["response"])
-    sequence = written[-1]["sequence_number"] + 1 if written else FIRST_WORKER_SEQUENCE
-    stream = ResponsesStream(prepared.echo, sequence=sequence)
-    if not written:
-        await events.append(engine_run_id, [stream.in_progress()])
-    result: ResponseObject | None = None
-    async for batch in responses.stream_run(
-        registry,
-        prepared,
-        stream,
-        scope=job.owner_scope,
-        continue_existing=True,
-        raise_transient=True,
-    ):
-        await events.append(engine_run_id, batch)
-        for event in batch:
-            if event["type"] in TERMINAL_EVENTS:
-                result = event["response"]
-    if result is None:  # the run ended without a terminal event: never expected
-        return prepared.echo.snapshot("failed", error=failure())
-    return result
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One execution of a job: what it runs, and where its events and its end are logged."""
+
+    job: BackgroundJob
+    engine_run_id: str
+    registry: GraphRegistry
+    prepared: responses.PreparedResponse
+    events: ResponseEventLog | None
+
+    async def once(self, run_id: str) -> ResponseObject:
+        """Run the job under its run's lease unless an earlier execution finished it.
+
+        The log of the engine run is the durable record of its progress: a worker's first
+        event (`response.in_progress`) says an execution started, a terminal event that one
+        ended, with its Response. Both are written under the lease, and the end before the
+        lease is released, so an execution that takes the lease next sees the end of any
+        earlier one that finished (a stuck worker that woke and finished, a worker that died
+        before its engine recorded the result).
+        """
+        events = self.events
+        assert events is not None
+        coordinator = self.registry.run_coordinator
+        assert coordinator is not None  # a durable registry checkpoints every background graph
+        key = checkpoint_thread_id(self.job.owner_scope, self.prepared.model, run_id)
+        async with coordinator.lease(key):
+            written = await self.written(events)
+            if written and written[-1]["type"] in TERMINAL_EVENTS:
+                logger.info("background.already_finished")
+                return as_response(written[-1]["response"])
+            # Held by this execution: the graph's run takes it as it is, not again.
+            run = dataclasses.replace(
+                self,
+                registry=dataclasses.replace(
+                    self.registry, run_coordinator=_HeldLease(coordinator, key)
+                ),
+            )
+            if written and not await run.can_continue(run_id):
+                logger.error("background.run_lost")
+                lost = self.prepared.echo.snapshot("failed", error=failure(RUN_LOST_MESSAGE))
+                await run.log_end(events, lost, written[-1]["sequence_number"] + 1)
+                return lost
+            if not written:
+                started = ResponsesStream(self.prepared.echo, sequence=FIRST_WORKER_SEQUENCE)
+                written = [started.in_progress()]
+                await events.append(self.engine_run_id, written)
+            if self.job.stream:
+                return await run.streamed(events, written)
+            response = await run.polled()
+            await run.log_end(events, response, written[-1]["sequence_number"] + 1)
+            return response
+
+    async def can_continue(self, run_id: str) -> bool:
+        """Whether an execution that started earlier may go on: from its checkpoint, or by
+        applying its answer (which is checked against the pause, and refused if it was)."""
+        if self.prepared.plan.resume is not None:
+            return True
+        return await has_work_left(
+            self.prepared.config,
+            self.prepared.request,
+            scope=self.job.owner_scope,
+            run_id=run_id,
+            turn_id=self.prepared.echo.id if self.prepared.plan.keep_thread else None,
+        )
+
+    async def written(self, events: ResponseEventLog) -> list[StreamEvent]:
+        """The events workers already logged for this engine run (not the API's)."""
+        return as_events(await events.read(self.engine_run_id, FIRST_WORKER_SEQUENCE - 1))
+
+    async def polled(self) -> ResponseObject:
+        return await responses.create(
+            self.registry, self.prepared, scope=self.job.owner_scope, continue_existing=True
+        )
+
+    async def streamed(
+        self, events: ResponseEventLog, written: list[StreamEvent]
+    ) -> ResponseObject:
+        # Events a dead worker already wrote stay: this run continues their sequence numbers.
+        if written and written[-1]["type"] in TERMINAL_EVENTS:
+            # The previous worker finished the stream but died before the engine stored it.
+            return as_response(written[-1]["response"])
+        sequence = written[-1]["sequence_number"] + 1 if written else FIRST_WORKER_SEQUENCE
+        stream = ResponsesStream(self.prepared.echo, sequence=sequence)
+        if not written:
+            await events.append(self.engine_run_id, [stream.in_progress()])
+        result: ResponseObject | None = None
+        async for batch in responses.stream_run(
+            self.registry,
+            self.prepared,
+            stream,
+            scope=self.job.owner_scope,
+            continue_existing=True,
+            raise_transient=True,
+        ):
+            await events.append(self.engine_run_id, batch)
+            for event in batch:
+                if event["type"] in TERMINAL_EVENTS:
+                    result = event["response"]
+        if result is None:  # the run ended without a terminal event: never expected
+            return self.prepared.echo.snapshot("failed", error=failure())
+        return result
+
+    async def log_end(
+        self, events: ResponseEventLog, response: ResponseObject, sequence: int
+    ) -> None:
+        """Log the end of a run that did not stream: polls read it there (an engine's own view
+        of a run's end may lag), and a later execution of the run finds it."""
+        ending: ResponseLifecycleEvent = {
+            "type": TERMINAL_EVENT_FOR_STATUS.get(response["status"], "response.failed"),
+            "sequence_number": sequence,
+            "response": response,
+        }
+        try:
+            await events.append(self.engine_run_id, [ending])
+        except Exception as error:
+            # The engine records the result; the run itself succeeded. (Not raised: a retry
+            # would find the run started, its checkpoint deleted, and fail it.)
+            logger.warning(
+                "background.result_not_logged", extra={"error.type": type(error).__qualname__}
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class _HeldLease:
+    """The run coordinator as a job's graph run sees it while the executor holds the lease
+    on `key`: the run's own `lease(key)` takes nothing more (a second take would find the
+    run busy), and everything else is the coordinator's."""
+
+    coordinator: RunCoordinator
+    key: str
+
+    def lease(self, key: str) -> AbstractAsyncContextManager[None]:
+        if key == self.key:
+            return contextlib.nullcontext()
+        return self.coordinator.lease(key)
+
+    def leased_fresh(self, key: str) -> bool:
+        return self.coordinator.leased_fresh(key)
+
+    async def mark_paused(self, key: str) -> None:
+        await self.coordinator.mark_paused(key)
+
+    async def mark_done(self, key: str) -> None:
+        await self.coordinator.mark_done(key)
+
+    async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
+        return await self.coordinator.paused_before(cutoff, limit)
+
+    async def paused_at(self, key: str) -> datetime | None:
+        return await self.coordinator.paused_at(key)
 
 
 async def with_retries(
@@ -230,32 +365,3 @@ class JobExecutor:
         return await execute_background_job(
             job, engine_run_id, self.registry, durable=self.durable, events=self.events
         )
-
-    async def run_logging_result(self, job: BackgroundJob, engine_run_id: str) -> ResponseObject:
-        """Run a job and leave its final Response in the event log as a terminal event, for
-        an engine whose own view of a run's end lags behind (Hatchet's REST view, by a second
-        or more): a poll then reads the end from the log, on any API instance, as it already
-        does for a streamed run (whose log ends with its terminal event anyway).
-
-        A run whose previous attempt logged its end but died before the engine recorded it
-        returns that Response again, so the engine ends up with what polls already showed.
-        """
-        if job.stream or self.events is None:
-            return await self(job, engine_run_id)
-        logged = await self.events.last(engine_run_id)
-        if logged is not None and logged.get("type") in TERMINAL_EVENTS:
-            return as_response(logged["response"])
-        response = await self(job, engine_run_id)
-        ending: ResponseLifecycleEvent = {
-            "type": TERMINAL_EVENT_FOR_STATUS.get(response["status"], "response.failed"),
-            "sequence_number": FIRST_WORKER_SEQUENCE,
-            "response": response,
-        }
-        try:
-            await self.events.append(engine_run_id, [ending])
-        except Exception as error:
-            # Polls wait for the engine's own view instead; the run itself succeeded.
-            logger.warning(
-                "background.result_not_logged", extra={"error.type": type(error).__qualname__}
-            )
-        return response

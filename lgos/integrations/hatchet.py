@@ -119,7 +119,7 @@ def create_hatchet_task(
             raise RuntimeError("the Hatchet worker's lifespan must yield a JobExecutor")
         job = BackgroundJob.model_validate(task_input.job)
         # The API reads a run's end from the log: the REST view shows it a second or more late.
-        return dict(await executor.run_logging_result(job, uuid.UUID(ctx.workflow_run_id).hex))
+        return dict(await executor(job, uuid.UUID(ctx.workflow_run_id).hex))
 
     return run_background_response
 
@@ -147,7 +147,7 @@ class RunsPort(Protocol):
 class HatchetBackgroundBackend:
     """`BackgroundBackend` over a Hatchet task (trigger) and `hatchet.runs` (read, cancel).
 
-    Its workers log every run's final Response (`JobExecutor.run_logging_result`), which
+    Its workers log every run's final Response (`lgos.background.executor`), which
     polls read while the REST view still shows the run unfinished (`results_in_log`).
     """
 

@@ -389,6 +389,24 @@ def _refused_param(paused: _PauseRecord, resume: Resume, failed_tasks: set[str])
     return "input"
 
 
+async def has_work_left(
+    config: GraphConfig,
+    request: GraphRequest,
+    *,
+    scope: str,
+    run_id: str,
+    turn_id: str | None = None,
+) -> bool:
+    """Whether the checkpoint of `run_id` holds work to continue (a worker died mid-run),
+    for a caller that holds the run's lease; `turn_id` counts only that turn's checkpoints
+    (a kept thread's)."""
+    graph = await config.resolve_graph()
+    checkpointing = Checkpointing(
+        run_id, checkpoint_thread_id(scope, request.model, run_id), turn_id=turn_id
+    )
+    return await _has_pending_work(graph, config, request, checkpointing, turn_id)
+
+
 async def _has_pending_work(
     graph: CompiledGraph,
     config: GraphConfig,

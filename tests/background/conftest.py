@@ -24,8 +24,8 @@ REGISTRY = "tests.background.registry:create_registry"
 WORKER_SLOTS = 2
 
 
-def spawn(command: str, env: dict[str, str], *args: str) -> Process:
-    return lgos(command, REGISTRY, *args, env=env)
+def spawn(command: str, env: dict[str, str], *args: str, own_group: bool = False) -> Process:
+    return lgos(command, REGISTRY, *args, env=env, own_group=own_group)
 
 
 def is_message(name: str) -> Any:
@@ -43,7 +43,10 @@ class Deployment:
         apis: int,
         workers: int,
         extra_env: dict[str, str] | None = None,
+        worker_groups: bool = False,
     ) -> None:
+        """`worker_groups`: each worker leads a process group of its own (with the children
+        an engine's SDK starts), which a test can freeze as a whole (`os.killpg`)."""
         self.engine = engine
         self.uri = uri
         self.env = clean_environment(
@@ -63,6 +66,7 @@ class Deployment:
         self._clients: dict[int, AsyncOpenAI] = {}
         self._api_count = apis
         self._worker_ids = [f"test-worker-{index}" for index in range(workers)]
+        self._worker_groups = worker_groups
 
     @property
     def slots(self) -> int:
@@ -80,7 +84,11 @@ class Deployment:
         for worker_id in self._worker_ids:
             current = self.workers.get(worker_id)
             if current is None or current.process.poll() is not None:
-                self.workers[worker_id] = spawn("worker", {**self.env, "LGOS_WORKER_ID": worker_id})
+                self.workers[worker_id] = spawn(
+                    "worker",
+                    {**self.env, "LGOS_WORKER_ID": worker_id},
+                    own_group=self._worker_groups,
+                )
         for worker in self.workers.values():
             worker.wait_for_record(is_message("worker.started"), timeout=START_TIMEOUT)
 
