@@ -265,19 +265,19 @@ async def _run(args: argparse.Namespace, log_file: Any) -> dict[str, dict[str, l
         for number in range(1, args.passes + 1):
             for api in PATHS:
                 row = results[api]
-
-                async def measure(label: str, app: Any) -> None:
-                    cpu = await _batch(app, api, args.requests, args.concurrency)
+                batches: list[tuple[str, Any, Feature | None]] = [
+                    ("bare", apps["bare"], None),
+                    ("lgos", apps["lgos"], None),
+                ]
+                batches += [
+                    (f.name, apps["lgos-nostore" if f.nostore_app else "lgos"], f)
+                    for f in features
+                    if api in f.apis
+                ]
+                for label, app, feature in batches:
+                    with feature.switch_off() if feature else contextlib.nullcontext():
+                        cpu = await _batch(app, api, args.requests, args.concurrency)
                     row.setdefault(label, []).append(cpu * 1e6)
-
-                await measure("bare", apps["bare"])
-                await measure("lgos", apps["lgos"])
-                for feature in features:
-                    if api not in feature.apis:
-                        continue
-                    app = apps["lgos-nostore" if feature.nostore_app else "lgos"]
-                    with feature.switch_off():
-                        await measure(feature.name, app)
             print(f"pass {number}/{args.passes} done", file=sys.stderr, flush=True)
     return results
 

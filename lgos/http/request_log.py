@@ -63,13 +63,29 @@ class LoggedResponse(Response):
 
     def _log(self, status: int) -> None:
         level = logging.ERROR if status >= 500 else logging.INFO
-        logger.log(
-            logging.DEBUG if self._quiet else level,
+        if self._quiet:
+            level = logging.DEBUG
+        if not logger.isEnabledFor(level):
+            return
+        # What `logger.log` does, less the stack walk that finds the caller: it is always this
+        # line (a walk per request through the ASGI stack, for a record of fixed origin).
+        record = logger.makeRecord(
+            logger.name,
+            level,
+            __file__,
+            _LINE,
             "http.request",
-            extra={
+            (),
+            None,
+            "_log",
+            {
                 "http.request.method": self._method,
                 "http.route": self._route,
                 "http.response.status_code": status,
                 "duration_ms": round((time.perf_counter() - self._started) * 1000, 1),
             },
         )
+        logger.handle(record)
+
+
+_LINE = LoggedResponse._log.__code__.co_firstlineno

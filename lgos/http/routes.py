@@ -7,7 +7,6 @@ import inspect
 import logging
 import re
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 
@@ -33,7 +32,7 @@ from lgos.service.background import BackgroundResponses
 from lgos.service.conversations import Conversations
 from lgos.service.retrieval import ResponseRetrieval
 from lgos.service.stateful import StatefulResponses
-from lgos.wire import chat_decoder, responses_decoder
+from lgos.wire import chat_decoder, ids, responses_decoder
 from lgos.wire import models as models_wire
 from lgos.wire.types.events import StreamEvent
 
@@ -53,7 +52,7 @@ def _request_id(request: Request) -> str:
     candidate = request.headers.get("x-request-id")
     if candidate and _SANE_REQUEST_ID.fullmatch(candidate):
         return candidate
-    return uuid.uuid4().hex
+    return ids.new_hex()
 
 
 def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
@@ -212,11 +211,13 @@ class OpenAIRoutes:
         return not_found_response(request, code=None)
 
     def routes(self, prefix: str) -> list[BaseRoute]:
+        # The router tries routes in order: the two that carry the traffic come first. The
+        # catch-all stays last (`LanggraphOpenaiServe` puts MCP and A2A just before it).
         table: list[tuple[str, Endpoint, list[str]]] = [
-            ("/models", self.list_models, ["GET"]),
-            ("/models/{model_id:path}", self.get_model, ["GET"]),
             ("/chat/completions", self.chat_completions, ["POST"]),
             ("/responses", self.create_response, ["POST"]),
+            ("/models", self.list_models, ["GET"]),
+            ("/models/{model_id:path}", self.get_model, ["GET"]),
             ("/responses/{response_id}", self.stored.retrieve, ["GET"]),
             ("/responses/{response_id}", self.stored.delete, ["DELETE"]),
             ("/responses/{response_id}/input_items", self.stored.input_items, ["GET"]),
