@@ -132,13 +132,13 @@ def _patched(target: Any, name: str, value: Any) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _no_request_record() -> Iterator[None]:
-    """The request's log record and the `LoggedResponse` that writes it."""
+    """The request's log record (the response is sent as it is, unobserved)."""
     from lgos.http import routes
 
-    def unlogged(response: Any, fields: Any, **options: Any) -> Any:
-        return response
+    async def unlogged(response: Any, scope: Any, receive: Any, send: Any, **options: Any) -> None:
+        await response(scope, receive, send)
 
-    with _patched(routes, "LoggedResponse", unlogged):
+    with _patched(routes, "send_logged", unlogged):
         yield
 
 

@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from lgos.core import log_fields
 from lgos.core.background import TERMINAL_EVENTS, BackgroundBackend
@@ -23,7 +24,7 @@ from lgos.core.stored_memory import InMemoryResponseStore
 from lgos.http.body import RequestLimits, json_body
 from lgos.http.errors import lgos_error_response, not_found_response, server_error_response
 from lgos.http.rendering import JSON
-from lgos.http.request_log import LoggedResponse
+from lgos.http.request_log import send_logged
 from lgos.http.sse import DONE, data_event, named_event
 from lgos.http.stateful import ConversationRoutes, StatefulRoutes
 from lgos.http.streaming import EventStreamResponse
@@ -55,33 +56,41 @@ def _request_id(request: Request) -> str:
     return ids.new_hex()
 
 
-def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
-    """Request id, log fields, OpenAI error envelopes and the request's log record around one
-    endpoint. A 500 never leaks internals: the details go to the log."""
+class Guarded:
+    """The ASGI app of one route: request id, log fields, OpenAI error envelopes and the
+    request's log record around `endpoint`. A 500 never leaks internals: the details go to
+    the log. An ASGI app rather than a Starlette endpoint, so that the record is written once
+    the response is sent without a second response object and send wrapper per request."""
 
-    async def handle(request: Request) -> Response:
+    __slots__ = ("endpoint", "quiet", "route")
+
+    def __init__(self, endpoint: Endpoint, route: str, *, quiet: bool = False) -> None:
+        self.endpoint = endpoint
+        self.route = route
+        self.quiet = quiet
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
+        request = Request(scope, receive, send)
         request_id = _request_id(request)
         token = log_fields.bind(request_id=request_id)
         try:
-            response = await endpoint(request)
-        except LgosError as error:
-            response = lgos_error_response(error)
-        except Exception:
-            logger.exception(
-                "http.request.failed",
-                extra={"http.request.method": request.method, "http.route": route},
+            try:
+                response = await self.endpoint(request)
+            except LgosError as error:
+                response = lgos_error_response(error)
+            except Exception:
+                logger.exception(
+                    "http.request.failed",
+                    extra={"http.request.method": request.method, "http.route": self.route},
+                )
+                response = server_error_response()
+            response.headers["x-request-id"] = request_id
+            await send_logged(
+                response, scope, receive, send, route=self.route, started=started, quiet=self.quiet
             )
-            response = server_error_response()
         finally:
-            fields = log_fields.current()
             log_fields.reset(token)
-        response.headers["x-request-id"] = request_id
-        return LoggedResponse(
-            response, fields, method=request.method, route=route, started=started, quiet=quiet
-        )
-
-    return handle
 
 
 # The owner scope of every request when the host names none.
@@ -237,7 +246,7 @@ class OpenAIRoutes:
         return [
             Route(
                 prefix + path,
-                guarded(endpoint, prefix + path, quiet=path == "/health"),
+                Guarded(endpoint, prefix + path, quiet=path == "/health"),
                 methods=methods,
                 include_in_schema=False,
             )
