@@ -85,7 +85,9 @@ class Guarded:
                     extra={"http.request.method": request.method, "http.route": self.route},
                 )
                 response = server_error_response()
-            response.headers["x-request-id"] = request_id
+            # Appended to the reply's own header list (no endpoint sets this header): the
+            # `headers` view would be built and searched for it on every request.
+            response.raw_headers.append((b"x-request-id", request_id.encode("latin-1")))
             await send_logged(
                 response, scope, receive, send, route=self.route, started=started, quiet=self.quiet
             )
