@@ -9,6 +9,8 @@ by batch and back to back, the bare app (`bare.py`), LGOS whole, and LGOS with o
 switched off; the table gives the median over passes of `whole − switched off` (what the
 feature costs) and of `whole − bare`, in µs of process CPU per request. Pairing batch by batch
 cancels the slow drifts of a shared machine; read differences under ~20 µs as noise.
+`--calls` counts function calls (Python and C) per request instead: a measure the machine's
+load cannot move, which tells where work was added or removed, not what it costs in time.
 
 LGOS logs as `lgos serve` does (JSON records at INFO), to a temporary file, as the benchmark's
 servers log to theirs. Switching a feature off patches LGOS for that batch only; the patches
@@ -101,10 +103,19 @@ async def _request(app: ASGIApp, path: str, body: bytes) -> None:
         raise RuntimeError(f"{path} answered {status}: {bytes(reply[:300])!r}")
 
 
-async def _batch(app: ASGIApp, api: str, requests: int, concurrency: int) -> float:
-    """Process CPU seconds per request over `requests` requests, `concurrency` in flight."""
+async def _batch(
+    app: ASGIApp, api: str, requests: int, concurrency: int, *, count_calls: bool = False
+) -> float:
+    """Process CPU seconds per request over `requests` requests, `concurrency` in flight; with
+    `count_calls`, the function calls (Python and C) per request instead."""
     path, body = PATHS[api], _body(api)
     remaining = requests
+    calls = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event == "call" or event == "c_call":
+            calls += 1
 
     async def worker() -> None:
         nonlocal remaining
@@ -113,7 +124,14 @@ async def _batch(app: ASGIApp, api: str, requests: int, concurrency: int) -> flo
             await _request(app, path, body)
 
     started = time.process_time()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    if count_calls:
+        sys.setprofile(count)
+    try:
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    finally:
+        sys.setprofile(None)
+    if count_calls:
+        return calls / requests
     return (time.process_time() - started) / requests
 
 
@@ -276,19 +294,23 @@ async def _run(args: argparse.Namespace, log_file: Any) -> dict[str, dict[str, l
                 ]
                 for label, app, feature in batches:
                     with feature.switch_off() if feature else contextlib.nullcontext():
-                        cpu = await _batch(app, api, args.requests, args.concurrency)
-                    row.setdefault(label, []).append(cpu * 1e6)
+                        cost = await _batch(
+                            app, api, args.requests, args.concurrency, count_calls=args.calls
+                        )
+                    row.setdefault(label, []).append(cost if args.calls else cost * 1e6)
             print(f"pass {number}/{args.passes} done", file=sys.stderr, flush=True)
     return results
 
 
 def _report(results: dict[str, dict[str, list[float]]], args: argparse.Namespace) -> str:
+    unit = "function calls" if args.calls else "µs of process CPU"
     lines = [
         f"in-process, `echo`, concurrency {args.concurrency}, {args.passes} passes of "
-        f"{args.requests} requests per batch; µs of process CPU per request, medians over "
+        f"{args.requests} requests per batch; {unit} per request, medians over "
         "passes of the paired per-pass figures",
         "",
-        "| api | batch | CPU / request | lgos − this batch | this ÷ bare |",
+        f"| api | batch | {'calls' if args.calls else 'CPU'} / request | lgos − this batch "
+        "| this ÷ bare |",
         "| --- | --- | ---: | ---: | ---: |",
     ]
     for api, row in results.items():
@@ -309,6 +331,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument(
+        "--calls",
+        action="store_true",
+        help="count function calls per request instead of timing (the same on any machine's "
+        "load: run it with --passes 1 and a few hundred requests)",
+    )
     parser.add_argument(
         "--only",
         nargs="*",
