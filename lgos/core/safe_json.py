@@ -69,9 +69,36 @@ def _parse_constant(text: str) -> _Rejected:
     return _Rejected(f"'{text}', which is not valid JSON")
 
 
-# One decoder for every call: `json.loads` with hooks builds a new decoder and scanner each
-# time, which cost as much as parsing a small request body.
+class _RefusedNumberError(Exception):
+    """A number the parser refused: parsing stops, and `loads` parses again to locate it."""
+
+
+def _checked_int(text: str) -> int:
+    value = _parse_int(text)
+    if isinstance(value, _Rejected):
+        raise _RefusedNumberError
+    return value
+
+
+def _checked_float(text: str) -> float:
+    value = _parse_float(text)
+    if isinstance(value, _Rejected):
+        raise _RefusedNumberError
+    return value
+
+
+def _refused_constant(text: str) -> float:
+    raise _RefusedNumberError
+
+
+# Decoders shared by every call: `json.loads` with hooks builds a new decoder and scanner each
+# time, which cost as much as parsing a small request body. The first stops at a refused
+# number; the second, used only then, leaves a placeholder where it was, for the walk to
+# report with its path.
 _DECODER = json.JSONDecoder(
+    parse_int=_checked_int, parse_float=_checked_float, parse_constant=_refused_constant
+)
+_LOCATING_DECODER = json.JSONDecoder(
     parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant
 )
 
@@ -87,12 +114,24 @@ def loads(text: str | bytes) -> Any:
         text = text.decode(json.detect_encoding(text), "surrogatepass")
     try:
         value = _DECODER.decode(text)
+    except _RefusedNumberError:
+        _check(_LOCATING_DECODER.decode(text))  # raises JSONLimitError, with the path
+        raise JSONLimitError("a number out of range") from None  # pragma: no cover
     except RecursionError:
         # Deeper than the interpreter allows: the value never existed, so find the place
         # from the text itself.
         raise JSONLimitError(_too_deep(), _deep_field(text)) from None
-    _check(value)
+    if _may_break_limits(text):
+        _check(value)
     return value
+
+
+def _may_break_limits(text: str) -> bool:
+    """Whether the walk can find anything: the parser refused every bad number already, a NUL
+    can only arrive escaped (JSON strings cannot hold raw control characters), and a value
+    nests no deeper than the brackets its text holds. False for nearly every request, which
+    then skips the walk."""
+    return "\\u0000" in text or text.count("{") + text.count("[") > MAX_DEPTH
 
 
 def _too_deep() -> str:

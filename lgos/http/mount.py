@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.routing import BaseRoute
 
 from lgos.core.background import BackgroundBackend
 from lgos.core.errors import ConfigurationError
@@ -64,6 +65,7 @@ class LanggraphOpenaiServe:
         self.max_body_bytes = (limits or RequestLimits()).max_body_bytes
         self.mcp: Any = None  # the McpEndpoint, once bound
         self.a2a: Any = None  # the A2aEndpoint, once bound
+        self._catch_all: BaseRoute | None = None  # the OpenAI API's unknown-path route, once bound
 
     def bind_mcp(
         self, path: str = "/mcp", allowed_origins: Sequence[str] = ()
@@ -80,8 +82,7 @@ class LanggraphOpenaiServe:
             allowed_origins=allowed_origins,
             background=self.routes.background,
         )
-        # First, so a catch-all of the OpenAI routes (prefix "/") cannot shadow it.
-        self.app.router.routes[0:0] = self.mcp.routes(path)
+        self._add_protocol_routes(self.mcp.routes(path))
         return self
 
     def bind_a2a(
@@ -99,11 +100,22 @@ class LanggraphOpenaiServe:
             allowed_origins=allowed_origins,
             background=self.routes.background,
         )
-        self.app.router.routes[0:0] = self.a2a.routes(path)
+        self._add_protocol_routes(self.a2a.routes(path))
         return self
 
     def bind_openai_api(self, prefix: str = "/v1") -> LanggraphOpenaiServe:
         prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
         # Routes join the host app's own router: one middleware stack, not a mounted sub-app.
-        self.app.router.routes.extend(self.routes.routes(prefix))
+        routes = self.routes.routes(prefix)
+        self.app.router.routes.extend(routes)
+        self._catch_all = routes[-1]
         return self
+
+    def _add_protocol_routes(self, routes: list[BaseRoute]) -> None:
+        """Just before the OpenAI API's catch-all (prefix "/" would shadow them otherwise), or
+        first when it is not bound yet. Not first in every case: the router tries routes in
+        order, and every OpenAI request would first be tested against each of these (two per
+        graph for A2A)."""
+        table = self.app.router.routes
+        at = table.index(self._catch_all) if self._catch_all in table else 0
+        table[at:at] = routes

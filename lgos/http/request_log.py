@@ -10,66 +10,62 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from lgos.core import log_fields
-
 logger = logging.getLogger("lgos.http.request")
 
 
-class LoggedResponse(Response):
-    """`response` (the same status and headers: a Response to whatever handles it next), sent
-    under the request's log fields, then the request's record."""
+async def send_logged(
+    response: Response,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    *,
+    route: str,
+    started: float,
+    quiet: bool = False,  # a probe's route: DEBUG, so probes do not drown the traffic
+) -> None:
+    """Send `response`, then write the request's record (status 500 if sending failed before
+    the response started). The caller keeps the request's log fields bound meanwhile."""
+    status = 500
 
-    def __init__(
-        self,
-        response: Response,
-        fields: dict[str, Any],  # the request's log fields, values of any type
-        *,
-        method: str,
-        route: str,
-        started: float,
-        quiet: bool = False,  # a probe's route: DEBUG, so probes do not drown the traffic
-    ) -> None:
-        # Starlette's constructor would render a body; this one shares the wrapped reply's.
-        self.status_code = response.status_code
-        self.raw_headers = response.raw_headers
-        self.background = None
-        self._response = response
-        self._fields = fields
-        self._method = method
-        self._route = route
-        self._started = started
-        self._quiet = quiet
+    async def observed(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        await send(message)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        status = 500  # if sending fails before the response starts
+    try:
+        await response(scope, receive, observed)
+    finally:
+        _log(scope["method"], route, status, started, quiet)
 
-        async def observed(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
 
-        token = log_fields.bind(**self._fields)
-        try:
-            await self._response(scope, receive, observed)
-        finally:
-            self._log(status)
-            log_fields.reset(token)
+def _log(method: str, route: str, status: int, started: float, quiet: bool) -> None:
+    level = logging.DEBUG if quiet else logging.ERROR if status >= 500 else logging.INFO
+    if not logger.isEnabledFor(level):
+        return
+    # What `logger.log` does, less the stack walk that finds the caller: it is always this
+    # function (a walk through the ASGI stack per request, for a record of fixed origin).
+    record = logger.makeRecord(
+        logger.name,
+        level,
+        __file__,
+        _LINE,
+        "http.request",
+        (),
+        None,
+        "_log",
+        {
+            "http.request.method": method,
+            "http.route": route,
+            "http.response.status_code": status,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        },
+    )
+    logger.handle(record)
 
-    def _log(self, status: int) -> None:
-        level = logging.ERROR if status >= 500 else logging.INFO
-        logger.log(
-            logging.DEBUG if self._quiet else level,
-            "http.request",
-            extra={
-                "http.request.method": self._method,
-                "http.route": self._route,
-                "http.response.status_code": status,
-                "duration_ms": round((time.perf_counter() - self._started) * 1000, 1),
-            },
-        )
+
+_LINE = _log.__code__.co_firstlineno

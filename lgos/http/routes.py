@@ -7,13 +7,13 @@ import inspect
 import logging
 import re
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from lgos.core import log_fields
 from lgos.core.background import TERMINAL_EVENTS, BackgroundBackend
@@ -28,7 +28,7 @@ from lgos.core.stored_memory import InMemoryResponseStore
 from lgos.http.body import RequestLimits, json_body
 from lgos.http.errors import lgos_error_response, not_found_response, server_error_response
 from lgos.http.rendering import JSON
-from lgos.http.request_log import LoggedResponse
+from lgos.http.request_log import send_logged
 from lgos.http.sse import DONE, data_event, named_event
 from lgos.http.stateful import ConversationRoutes, StatefulRoutes
 from lgos.http.streaming import EventStreamResponse
@@ -38,7 +38,7 @@ from lgos.service.conversations import Conversations
 from lgos.service.idempotency import Answer, Idempotency
 from lgos.service.retrieval import ResponseRetrieval
 from lgos.service.stateful import StatefulResponses
-from lgos.wire import chat_decoder, decoding, responses_decoder
+from lgos.wire import chat_decoder, decoding, ids, responses_decoder
 from lgos.wire import models as models_wire
 from lgos.wire.types.events import StreamEvent
 
@@ -58,41 +58,51 @@ def _request_id(request: Request) -> str:
     candidate = request.headers.get("x-request-id")
     if candidate and _SANE_REQUEST_ID.fullmatch(candidate):
         return candidate
-    return uuid.uuid4().hex
+    return ids.new_hex()
 
 
-def guarded(endpoint: Endpoint, route: str, *, quiet: bool = False) -> Endpoint:
-    """Request id, log fields, OpenAI error envelopes and the request's log record around one
-    endpoint. A 500 never leaks internals: the details go to the log."""
+class Guarded:
+    """The ASGI app of one route: request id, log fields, OpenAI error envelopes and the
+    request's log record around `endpoint`. A 500 never leaks internals: the details go to
+    the log. An ASGI app rather than a Starlette endpoint, so that the record is written once
+    the response is sent without a second response object and send wrapper per request."""
 
-    async def handle(request: Request) -> Response:
+    __slots__ = ("endpoint", "quiet", "route")
+
+    def __init__(self, endpoint: Endpoint, route: str, *, quiet: bool = False) -> None:
+        self.endpoint = endpoint
+        self.route = route
+        self.quiet = quiet
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
+        request = Request(scope, receive, send)
         request_id = _request_id(request)
         token = log_fields.bind(request_id=request_id)
         try:
-            response = await endpoint(request)
-        except LgosError as error:
-            response = lgos_error_response(error)
-        except Exception as error:
-            if is_transient_database_error(error):
-                # No connection within the pool's wait: the database is away. The outage is
-                # logged once by the pool's watch, not once per request.
-                response = lgos_error_response(DatabaseUnavailableError())
-            else:
-                logger.exception(
-                    "http.request.failed",
-                    extra={"http.request.method": request.method, "http.route": route},
-                )
-                response = server_error_response()
+            try:
+                response = await self.endpoint(request)
+            except LgosError as error:
+                response = lgos_error_response(error)
+            except Exception as error:
+                if is_transient_database_error(error):
+                    # No connection within the pool's wait: the database is away. The outage
+                    # is logged once by the pool's watch, not once per request.
+                    response = lgos_error_response(DatabaseUnavailableError())
+                else:
+                    logger.exception(
+                        "http.request.failed",
+                        extra={"http.request.method": request.method, "http.route": self.route},
+                    )
+                    response = server_error_response()
+            # Appended to the reply's own header list (no endpoint sets this header): the
+            # `headers` view would be built and searched for it on every request.
+            response.raw_headers.append((b"x-request-id", request_id.encode("latin-1")))
+            await send_logged(
+                response, scope, receive, send, route=self.route, started=started, quiet=self.quiet
+            )
         finally:
-            fields = log_fields.current()
             log_fields.reset(token)
-        response.headers["x-request-id"] = request_id
-        return LoggedResponse(
-            response, fields, method=request.method, route=route, started=started, quiet=quiet
-        )
-
-    return handle
 
 
 # The owner scope of every request when the host names none.
@@ -246,11 +256,13 @@ class OpenAIRoutes:
         return not_found_response(request, code=None)
 
     def routes(self, prefix: str) -> list[BaseRoute]:
+        # The router tries routes in order: the two that carry the traffic come first. The
+        # catch-all stays last (`LanggraphOpenaiServe` puts MCP and A2A just before it).
         table: list[tuple[str, Endpoint, list[str]]] = [
-            ("/models", self.list_models, ["GET"]),
-            ("/models/{model_id:path}", self.get_model, ["GET"]),
             ("/chat/completions", self.chat_completions, ["POST"]),
             ("/responses", self.create_response, ["POST"]),
+            ("/models", self.list_models, ["GET"]),
+            ("/models/{model_id:path}", self.get_model, ["GET"]),
             ("/responses/{response_id}", self.stored.retrieve, ["GET"]),
             ("/responses/{response_id}", self.stored.delete, ["DELETE"]),
             ("/responses/{response_id}/input_items", self.stored.input_items, ["GET"]),
@@ -270,7 +282,7 @@ class OpenAIRoutes:
         return [
             Route(
                 prefix + path,
-                guarded(endpoint, prefix + path, quiet=path == "/health"),
+                Guarded(endpoint, prefix + path, quiet=path == "/health"),
                 methods=methods,
                 include_in_schema=False,
             )

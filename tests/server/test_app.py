@@ -229,3 +229,27 @@ def test_logging_config_levels() -> None:
     assert config["loggers"]["uvicorn.access"]["level"] == "INFO"
     assert config["handlers"]["stdout"]["formatter"] == "json"
     assert logging_config(json_output=False)["handlers"]["stdout"]["formatter"] == "console"
+
+
+async def test_api_at_the_root_leaves_mcp_and_a2a_reachable() -> None:
+    # With the OpenAI API at "/", its catch-all would answer every path the router reached it
+    # with; MCP and A2A must still be found, whatever the routes' order.
+    app = create_app(create_registry, settings=explicit_settings(OPENAI_API_PREFIX="/"))
+    async with (
+        app.router.lifespan_context(app),
+        httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://t") as http,
+    ):
+        card = await http.get("/a2a/sample/.well-known/agent-card.json")
+        mcp = await http.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={"accept": "application/json, text/event-stream"},
+        )
+        unknown = await http.get("/no-such-path")
+        models = await http.get("/models")
+    assert card.status_code == 200
+    assert card.json()["name"] == "sample"
+    assert mcp.status_code != 404
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["message"] == "Invalid URL (GET /no-such-path)"
+    assert models.status_code == 200
