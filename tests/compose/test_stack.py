@@ -201,7 +201,7 @@ def test_the_uis_answer_on_the_compose_ports(stack: Stack | StartFailure) -> Non
 
 
 def test_each_ui_answers_and_takes_a_review_in_a_browser(
-    stack: Stack | StartFailure, playwright: Any
+    stack: Stack | StartFailure, request: pytest.FixtureRequest
 ) -> None:
     """What a user does first on the compose ports, in Chromium: a simple answer, then a
     review approved, in each UI, through the stack's LiteLLM to its LGOS. (One test for both
@@ -213,7 +213,9 @@ def test_each_ui_answers_and_takes_a_review_in_a_browser(
 
     # The stack's containers share two cores: a streamed answer may take a while.
     expect.set_options(timeout=60_000)
-    browser = launch_chromium(playwright)
+    # Asked for here, not as an argument: as one, pytest-playwright's session fixture makes
+    # pytest order this test after the other modules, and the stack would start again for it.
+    browser = launch_chromium(request.getfixturevalue("playwright"))
     try:
         for ui, run in (("chainlit", chainlit_pass), ("openwebui", openwebui_pass)):
             try:
