@@ -21,7 +21,7 @@ from openai.types.responses import Response
 from tests.background import conftest as background_conftest
 from tests.background.conftest import Deployment, is_message
 from tests.background.test_conformance import NO_DELAY, topic
-from tests.faults.cluster import Cluster, available, private_cluster
+from tests.faults.cluster import Cluster
 
 pytestmark = [
     pytest.mark.anyio,
@@ -37,20 +37,6 @@ T = TypeVar("T")
 DEADLINE_SECONDS = 180.0
 LEASE_SECONDS = 6
 START_SECONDS = 300.0
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    reason = available()
-    if reason:
-        pytest.skip(reason)
-    with private_cluster() as started:
-        yield started
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import pytest
 from tests.background import conftest as background_conftest
 from tests.background.conftest import Deployment
 from tests.background.test_conformance import NO_DELAY, topic
-from tests.faults.cluster import Cluster, available, private_cluster
+from tests.faults.cluster import Cluster
 from tests.faults.test_database_and_workers import (
     DEADLINE_SECONDS,
     START_SECONDS,
@@ -54,20 +54,6 @@ LEASE_SECONDS = "60"
 # What a worker may write during a 20 s outage: one record when it loses the database, one
 # when it regains it, a summary every 10 s, and a few of its own (today: ~37 a second).
 MAX_WORKER_RECORDS = 15
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    reason = available()
-    if reason:
-        pytest.skip(reason)
-    with private_cluster() as started:
-        yield started
 
 
 @pytest.fixture(scope="module", params=["dbos", "hatchet"])

@@ -36,7 +36,7 @@ from lgos.wire import ids, responses_decoder
 from tests.background import conftest as background_conftest
 from tests.background.conftest import Deployment
 from tests.background.test_conformance import topic
-from tests.faults.cluster import Cluster, available, private_cluster
+from tests.faults.cluster import Cluster
 from tests.faults.test_database_and_workers import (
     DEADLINE_SECONDS,
     START_SECONDS,
@@ -51,11 +51,6 @@ from tests.support.processes import Process
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
 NODES = ("first", "second", "third")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 class CountingGraph:
@@ -174,15 +169,6 @@ FROZEN_RUNS = 3
 # reproduced it. Long enough for the replacement's retries to back off (15 s, then 30 s)
 # while they wait for the lease, which is when the old code ran every node again.
 FREEZE_SECONDS = 60.0
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    reason = available()
-    if reason:
-        pytest.skip(reason)
-    with private_cluster() as started:
-        yield started
 
 
 @pytest.fixture(scope="module", params=["dbos", "hatchet"])

@@ -33,11 +33,6 @@ MEMORY_GROWTH_BOUND_MB = 150
 TEST_DEADLINE = 240.0
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def start_server(uri: str, file_limit: int | None = None) -> Process:
     env = clean_environment(
         LGOS_POSTGRES_URI=uri,
