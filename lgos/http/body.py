@@ -54,25 +54,16 @@ async def read_body(request: Request, limits: RequestLimits) -> bytes:
         raise PayloadTooLargeError(limits.max_body_bytes)
     chunks: list[bytes] = []
     size = 0
-    # ASGI's own messages rather than `request.stream()`: the same reading without an async
-    # generator per request (nothing reads this request's body again).
-    receive = request.receive
     try:
         async with asyncio.timeout(limits.body_timeout_seconds):
-            while True:
-                message = await receive()
-                if message["type"] != "http.request":  # http.disconnect
-                    raise ClientDisconnect()
-                chunk = message.get("body", b"")
+            async for chunk in request.stream():
                 size += len(chunk)
                 if size > limits.max_body_bytes:
                     raise PayloadTooLargeError(limits.max_body_bytes)
                 chunks.append(chunk)
-                if not message.get("more_body", False):
-                    break
     except TimeoutError:
         raise RequestTimeoutError(limits.body_timeout_seconds) from None
     except ClientDisconnect:
         logger.info("http.request.client_disconnected")
         raise ClientGoneError() from None
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return b"".join(chunks)
