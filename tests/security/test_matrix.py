@@ -1,6 +1,7 @@
 """The security matrix, generated from the app's own route table: every route × who asks (no
 key, a wrong key, each of two owners' keys) × whose objects it names (each owner's, unknown
-ones) → the exact status and envelope, on in-memory and PostgreSQL persistence.
+ones) → the exact status and envelope, on in-memory and PostgreSQL persistence, background
+runs in the API process and on DBOS (a real `lgos worker`).
 
 Another owner's object must be answered exactly as an unknown one, body included once the ids
 are out (no existence oracle). A route missing from `matrix.EXPECTATIONS` fails the test. The
@@ -15,6 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Literal
 
 import httpx2
 import pytest
@@ -37,6 +39,7 @@ from tests.security.matrix import (
     unknown_ids,
 )
 from tests.support.postgres import temporary_database
+from tests.support.processes import Process, clean_environment, lgos
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
 
@@ -85,20 +88,43 @@ def captured_logs() -> Iterator[CapturedLogs]:
         lgos_logger.setLevel(previous[1])
 
 
-@pytest.fixture(params=["memory", "postgres"])
-def postgres_uri(request: pytest.FixtureRequest) -> Iterator[str | None]:
+@dataclass(frozen=True)
+class Deployment:
+    """Where objects are kept and who runs background work: `workers` are `lgos worker`
+    processes beside the in-process API (their logs are searched too)."""
+
+    postgres_uri: str | None
+    background: Literal["memory", "dbos"]
+    workers: tuple[Process, ...] = ()
+
+
+@pytest.fixture(params=["memory", "postgres", "dbos"])
+def deployment(request: pytest.FixtureRequest) -> Iterator[Deployment]:
+    """In-memory persistence; PostgreSQL (background runs in the API process); PostgreSQL
+    with background runs on DBOS, in a real `lgos worker`."""
     if request.param == "memory":
-        yield None
+        yield Deployment(None, "memory")
         return
     with temporary_database("lgos_security") as uri:
-        yield uri
+        if request.param == "postgres":
+            yield Deployment(uri, "memory")
+            return
+        env = clean_environment(
+            LGOS_POSTGRES_URI=uri, LGOS_BACKGROUND="dbos", LGOS_WORKER_SLOTS="4"
+        )
+        worker = lgos("worker", REGISTRY, env=env)
+        try:
+            worker.wait_for_record(lambda r: r.get("message") == "worker.started")
+            yield Deployment(uri, "dbos", (worker,))
+        finally:
+            worker.stop()
 
 
-def settings_for(postgres_uri: str | None, callers: list[Caller]) -> ServerSettings:
+def settings_for(deployment: Deployment, callers: list[Caller]) -> ServerSettings:
     keys = ",".join(f"{caller.owner}={caller.key}" for caller in callers)
     return ServerSettings(
-        POSTGRES_URI=postgres_uri,
-        BACKGROUND="memory",
+        POSTGRES_URI=deployment.postgres_uri,
+        BACKGROUND=deployment.background,
         CORS_ORIGINS=[],
         ENABLE_LANGFUSE=False,
         API_KEYS=SecretStr(keys),
@@ -190,13 +216,17 @@ class Matrix:
                 own_ids = await create_objects(self.http, caller.key)
             own = await self.send(case, own_ids, caller.key)
             self.expect(f"{label} {caller.name} on own ids", own, case.own)
+            if case.destructive:
+                # Its long run would hold a worker's slot for the rest of the matrix.
+                url = f"/v1/responses/{own_ids.running}/cancel"
+                await self.http.post(url, headers=bearer(caller.key))
 
 
 async def test_every_route_answers_only_its_owner(
-    postgres_uri: str | None, captured_logs: CapturedLogs
+    deployment: Deployment, captured_logs: CapturedLogs
 ) -> None:
     alice, bob = new_caller("alice"), new_caller("bob")
-    app = create_app(REGISTRY, settings=settings_for(postgres_uri, [alice, bob]))
+    app = create_app(REGISTRY, settings=settings_for(deployment, [alice, bob]))
     async with serving(app) as http:
         table = route_table(app)
         unexpected = [route for route in table if expectation_for(*route) is None]
@@ -224,7 +254,9 @@ async def test_every_route_answers_only_its_owner(
     assert not matrix.failures, "\n".join(matrix.failures)
     assert matrix.asked > 150  # the matrix ran, route by route
     secrets = [alice.key, bob.key, alice.owner, bob.owner]
-    logs = "\n".join(captured_logs.lines)
+    worker_lines = [line for worker in deployment.workers for line in worker.stdout]
+    assert all(worker.alive() for worker in deployment.workers)
+    logs = "\n".join(captured_logs.lines + worker_lines)
     assert '"http.route"' in logs  # request records were captured
     leaked = [secret for secret in secrets if secret in logs]
     assert not leaked, "a key or an owner appears in the logs"
