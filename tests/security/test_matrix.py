@@ -1,7 +1,7 @@
 """The security matrix, generated from the app's own route table: every route × who asks (no
 key, a wrong key, each of two owners' keys) × whose objects it names (each owner's, unknown
 ones) → the exact status and envelope, on in-memory and PostgreSQL persistence, background
-runs in the API process and on DBOS (a real `lgos worker`).
+runs in the API process, on DBOS and on Hatchet (a real `lgos worker`).
 
 Another owner's object must be answered exactly as an unknown one, body included once the ids
 are out (no existence oracle). A route missing from `matrix.EXPECTATIONS` fails the test. The
@@ -16,6 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import httpx2
@@ -94,14 +95,16 @@ class Deployment:
     processes beside the in-process API (their logs are searched too)."""
 
     postgres_uri: str | None
-    background: Literal["memory", "dbos"]
+    background: Literal["memory", "dbos", "hatchet"]
     workers: tuple[Process, ...] = ()
 
 
-@pytest.fixture(params=["memory", "postgres", "dbos"])
-def deployment(request: pytest.FixtureRequest) -> Iterator[Deployment]:
+@pytest.fixture(params=["memory", "postgres", "dbos", "hatchet"])
+def deployment(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Deployment]:
     """In-memory persistence; PostgreSQL (background runs in the API process); PostgreSQL
-    with background runs on DBOS, in a real `lgos worker`."""
+    with background runs on DBOS or Hatchet, in a real `lgos worker`."""
     if request.param == "memory":
         yield Deployment(None, "memory")
         return
@@ -109,13 +112,21 @@ def deployment(request: pytest.FixtureRequest) -> Iterator[Deployment]:
         if request.param == "postgres":
             yield Deployment(uri, "memory")
             return
+        engine: dict[str, str] = {}
+        if request.param == "hatchet":
+            engine = request.getfixturevalue("hatchet_engine")
+            # The API's Hatchet client reads its settings from the environment (and .env files
+            # in the working directory).
+            for name, value in engine.items():
+                monkeypatch.setenv(name, value)
+            monkeypatch.chdir(tmp_path)
         env = clean_environment(
-            LGOS_POSTGRES_URI=uri, LGOS_BACKGROUND="dbos", LGOS_WORKER_SLOTS="4"
+            **engine, LGOS_POSTGRES_URI=uri, LGOS_BACKGROUND=request.param, LGOS_WORKER_SLOTS="4"
         )
         worker = lgos("worker", REGISTRY, env=env)
         try:
             worker.wait_for_record(lambda r: r.get("message") == "worker.started")
-            yield Deployment(uri, "dbos", (worker,))
+            yield Deployment(uri, request.param, (worker,))
         finally:
             worker.stop()
 
