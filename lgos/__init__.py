@@ -16,10 +16,12 @@ if TYPE_CHECKING:
     from lgos.core.client_settings import ClientSettings
     from lgos.core.coordinator import InMemoryRunCoordinator, RunCoordinator
     from lgos.core.errors import (
+        AuthenticationError,
         ConfigurationError,
         GraphError,
         InvalidAnswerError,
         InvalidRequestError,
+        PermissionDeniedError,
     )
     from lgos.core.registry import GraphConfig, GraphFeature, GraphRegistry
     from lgos.core.request import (
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
         NamedToolChoice,
         ResponseFormat,
     )
+    from lgos.http.auth import ApiKeys, Authenticate, TrustedHeader, bearer_token
     from lgos.http.mount import LanggraphOpenaiServe
     from lgos.run.expiry import delete_expired_interrupt_runs
     from lgos.run.nodes import get_request, status_event
@@ -42,6 +45,9 @@ if TYPE_CHECKING:
 # or the request decoders.
 _EXPORTS: dict[str, str] = {
     "AllowedTools": "lgos.core.request",
+    "ApiKeys": "lgos.http.auth",
+    "Authenticate": "lgos.http.auth",
+    "AuthenticationError": "lgos.core.errors",
     "BackgroundBackend": "lgos.core.background",
     "BackgroundJob": "lgos.core.background",
     "BackgroundRun": "lgos.core.background",
@@ -60,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "InvalidRequestError": "lgos.core.errors",
     "LanggraphOpenaiServe": "lgos.http.mount",
     "NamedToolChoice": "lgos.core.request",
+    "PermissionDeniedError": "lgos.core.errors",
     "ResponseFormat": "lgos.core.request",
     "RunCoordinator": "lgos.core.coordinator",
     "ServerResources": "lgos.server.resources",
@@ -70,9 +77,14 @@ _EXPORTS: dict[str, str] = {
     "get_request": "lgos.run.nodes",
     "open_resources": "lgos.server.resources",
     "status_event": "lgos.run.nodes",
+    "TrustedHeader": "lgos.http.auth",
+    "bearer_token": "lgos.http.auth",
 }
 __all__ = [
     "AllowedTools",
+    "ApiKeys",
+    "Authenticate",
+    "AuthenticationError",
     "BackgroundBackend",
     "BackgroundJob",
     "BackgroundRun",
@@ -91,10 +103,13 @@ __all__ = [
     "InvalidRequestError",
     "LanggraphOpenaiServe",
     "NamedToolChoice",
+    "PermissionDeniedError",
     "ResponseFormat",
     "RunCoordinator",
     "ServerResources",
     "ServerSettings",
+    "TrustedHeader",
+    "bearer_token",
     "create_app",
     "delete_expired_interrupt_runs",
     "execute_background_job",

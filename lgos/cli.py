@@ -110,7 +110,35 @@ def _serve(ctx: click.Context, /, registry: str | None, **options: Any) -> None:
             json_output=None if use_colors is None else not use_colors,
         )
         options["use_colors"] = None
+    warn_if_open(options.get("host") or "127.0.0.1", settings, options.get("log_config"))
     ctx.invoke(uvicorn_main, app=APP_FACTORY, factory=True, **options)
+
+
+def warn_if_open(host: str, settings: Any, log_config: object) -> None:
+    """One WARNING, from the supervisor (not once per worker), when the server takes requests
+    from other hosts without API keys: anyone who reaches the port runs every graph and reads
+    everything stored under the shared owner."""
+    import ipaddress
+    import logging
+    import logging.config
+
+    if settings.API_KEYS is not None or settings.API_KEYS_FILE is not None:
+        return
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if loopback:
+        return
+    if isinstance(log_config, dict):
+        logging.config.dictConfig(log_config)  # Uvicorn applies the same one again after
+    logging.getLogger("lgos.server").warning(
+        "server.auth.none",
+        extra={
+            "detail": f"listening on {host} without LGOS_API_KEYS: anyone who reaches the "
+            "port runs every graph and reaches every stored object (docs/security.md)"
+        },
+    )
 
 
 def _apply_limits(options: dict[str, object], settings: Any) -> None:

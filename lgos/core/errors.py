@@ -93,6 +93,27 @@ class RequestTimeoutError(LgosError):
         )
 
 
+class AuthenticationError(LgosError):
+    """No credentials, or ones this server does not know (401, as OpenAI answers a bad key).
+    The message never repeats what the client sent: a mistyped key is still a secret."""
+
+    status_code = 401
+
+    def __init__(
+        self, message: str = "Incorrect or missing API key.", *, code: str = "invalid_api_key"
+    ) -> None:
+        super().__init__(message, code=code)
+
+
+class PermissionDeniedError(LgosError):
+    """Known credentials that may not do this (403)."""
+
+    status_code = 403
+
+    def __init__(self, message: str = "You may not do this.", *, code: str = "forbidden") -> None:
+        super().__init__(message, code=code)
+
+
 class ConflictError(LgosError):
     """A well-formed request that the current state of a run cannot accept (409, final)."""
 

@@ -13,18 +13,32 @@ from lgos.core.errors import ConfigurationError
 from lgos.core.idempotency import IdempotencyStore
 from lgos.core.registry import GraphRegistry
 from lgos.core.stored import ResponseStore
+from lgos.http.auth import (
+    Authenticate,
+    AuthenticationGate,
+    OwnerScopeResolver,
+    as_authenticate,
+    owner_of,
+)
 from lgos.http.body import RequestLimits
-from lgos.http.routes import OpenAIRoutes, OwnerScopeResolver
+from lgos.http.routes import OpenAIRoutes
 from lgos.service.idempotency import DEFAULT_TTL_SECONDS, Idempotency
+
+# Where an A2A agent's card is (public with the model listing, for discovery).
+AGENT_CARD = "/.well-known/agent-card.json"
 
 
 class LanggraphOpenaiServe:
     """Binds the OpenAI-compatible routes of `registry` onto `app` (a new app if None).
 
-    `owner_scope` resolves the server-trusted owner of a request (for example the
-    authenticated tenant): it separates interrupt checkpoints and authorizes background
-    retrieve/cancel. It defaults to one shared scope. `checkpoint_scope` is the same
-    resolver under the reference design's name; pass one or the other.
+    `authenticate` is the one authentication hook (`lgos.http.auth`): an async
+    `authenticate(request) -> owner` that may raise `AuthenticationError` (401) or
+    `PermissionDeniedError` (403). It runs before every route but the health check (and the
+    model listing, the version and the A2A cards when `public_models`), the MCP endpoint and
+    the A2A agents included; the owner it returns owns every object the request creates and
+    is the only one who reaches it again. Without it every request is one shared owner.
+    `owner_scope` and `checkpoint_scope` are older names of the same hook (which may also
+    answer without awaiting); pass one of the three.
 
     `store` keeps stored Responses and Conversations (in this process's memory when None);
     `store_by_default` is what an omitted `store` means (OpenAI's default: true).
@@ -40,6 +54,8 @@ class LanggraphOpenaiServe:
         background: BackgroundBackend | None = None,
         *,
         owner_scope: OwnerScopeResolver | None = None,
+        authenticate: Authenticate | None = None,
+        public_models: bool = False,
         ping_interval: float = 15.0,
         limits: RequestLimits | None = None,
         store: ResponseStore | None = None,
@@ -47,21 +63,26 @@ class LanggraphOpenaiServe:
         idempotency_store: IdempotencyStore | None = None,
         idempotency_ttl_seconds: float = DEFAULT_TTL_SECONDS,
     ) -> None:
-        if owner_scope is not None and checkpoint_scope is not None:
-            raise ConfigurationError("pass owner_scope or checkpoint_scope, not both")
+        given = [hook for hook in (authenticate, owner_scope, checkpoint_scope) if hook]
+        if len(given) > 1:
+            raise ConfigurationError("pass one of authenticate, owner_scope or checkpoint_scope")
+        self.authenticate = as_authenticate(given[0]) if given else None
+        self.public_models = public_models
         self.registry = registry
         self.app = app if app is not None else FastAPI(title="LGOS")
         self.routes = OpenAIRoutes(
             registry,
-            owner_scope or checkpoint_scope,
+            self.authenticate,
             background,
             ping_interval,
             store=store,
             store_by_default=store_by_default,
             limits=limits,
             idempotency=Idempotency(idempotency_store, idempotency_ttl_seconds),
+            public_models=public_models,
         )
-        self.owner_scope = owner_scope or checkpoint_scope
+        # The protocols read the owner the gate in front of them found (`_add_protocol_routes`).
+        self.owner_scope: OwnerScopeResolver | None = owner_of if self.authenticate else None
         self.max_body_bytes = (limits or RequestLimits()).max_body_bytes
         self.mcp: Any = None  # the McpEndpoint, once bound
         self.a2a: Any = None  # the A2aEndpoint, once bound
@@ -116,6 +137,12 @@ class LanggraphOpenaiServe:
         first when it is not bound yet. Not first in every case: the router tries routes in
         order, and every OpenAI request would first be tested against each of these (two per
         graph for A2A)."""
+        if self.authenticate is not None:
+            for route in routes:
+                if self.public_models and getattr(route, "path", "").endswith(AGENT_CARD):
+                    continue
+                # What a Route's own `middleware=` does: wrap the app it calls.
+                route.app = AuthenticationGate(route.app, self.authenticate)  # type: ignore[attr-defined]
         table = self.app.router.routes
         at = table.index(self._catch_all) if self._catch_all in table else 0
         table[at:at] = routes

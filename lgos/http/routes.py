@@ -3,7 +3,6 @@ because this code sits in front of every token a graph produces."""
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
 import time
@@ -25,6 +24,13 @@ from lgos.core.errors import (
 from lgos.core.registry import GraphRegistry
 from lgos.core.stored import ResponseStore
 from lgos.core.stored_memory import InMemoryResponseStore
+from lgos.http.auth import (
+    SHARED_OWNER_SCOPE,
+    Authenticate,
+    OwnerScopeResolver,
+    authenticate_into_scope,
+    owner_of,
+)
 from lgos.http.body import RequestLimits, json_body
 from lgos.http.errors import lgos_error_response, not_found_response, server_error_response
 from lgos.http.rendering import JSON
@@ -44,8 +50,8 @@ from lgos.wire.types.events import StreamEvent
 
 logger = logging.getLogger("lgos.http")
 
-# Resolves the server-trusted owner of a request (the authenticated tenant, say).
-OwnerScopeResolver = Callable[[Request], str | Awaitable[str]]
+__all__ = ["SHARED_OWNER_SCOPE", "OpenAIRoutes", "OwnerScopeResolver"]
+
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 _SANE_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
@@ -67,12 +73,20 @@ class Guarded:
     the log. An ASGI app rather than a Starlette endpoint, so that the record is written once
     the response is sent without a second response object and send wrapper per request."""
 
-    __slots__ = ("endpoint", "quiet", "route")
+    __slots__ = ("authenticate", "endpoint", "quiet", "route")
 
-    def __init__(self, endpoint: Endpoint, route: str, *, quiet: bool = False) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        route: str,
+        *,
+        quiet: bool = False,
+        authenticate: Authenticate | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.route = route
         self.quiet = quiet
+        self.authenticate = authenticate  # None: a public route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -81,6 +95,9 @@ class Guarded:
         token = log_fields.bind(request_id=request_id)
         try:
             try:
+                if self.authenticate is not None:
+                    # Before the body is read: a stranger's request costs a header's worth.
+                    await authenticate_into_scope(self.authenticate, request)
                 response = await self.endpoint(request)
             except LgosError as error:
                 response = lgos_error_response(error)
@@ -105,28 +122,33 @@ class Guarded:
             log_fields.reset(token)
 
 
-# The owner scope of every request when the host names none.
-SHARED_OWNER_SCOPE = "default"
-
-
 class OpenAIRoutes:
-    """The handlers, bound to one registry, owner scope resolver and background engine."""
+    """The handlers, bound to one registry, authentication hook and background engine.
+
+    `authenticate` (None: everyone is the shared owner) runs before every route but the health
+    check, and the model listing and version too when `public_models`.
+    """
 
     def __init__(
         self,
         registry: GraphRegistry,
-        owner_scope: OwnerScopeResolver | None,
+        authenticate: Authenticate | None,
         background: BackgroundBackend | None,
         ping_interval: float = 15.0,
         store: ResponseStore | None = None,
         store_by_default: bool = True,
         limits: RequestLimits | None = None,
         idempotency: Idempotency | None = None,
+        *,
+        public_models: bool = False,
     ) -> None:
         self.registry = registry
+        self.authenticate = authenticate
+        self.public = {"/health"} | (
+            {"/models", "/models/{model_id:path}", "/version"} if public_models else set()
+        )
         self.idempotency = idempotency or Idempotency()
         self.limits = limits or RequestLimits()
-        self.owner_scope = owner_scope
         self.ping_interval = ping_interval
         self.stateful = StatefulResponses(
             store if store is not None else InMemoryResponseStore(),
@@ -146,12 +168,7 @@ class OpenAIRoutes:
         )
 
     async def scope(self, request: Request) -> str:
-        if self.owner_scope is None:
-            return SHARED_OWNER_SCOPE
-        scope = self.owner_scope(request)
-        if inspect.isawaitable(scope):
-            scope = await scope
-        return scope
+        return owner_of(request)
 
     async def list_models(self, request: Request) -> Response:
         return JSON(models_wire.model_list(self.registry))
@@ -282,7 +299,12 @@ class OpenAIRoutes:
         return [
             Route(
                 prefix + path,
-                Guarded(endpoint, prefix + path, quiet=path == "/health"),
+                Guarded(
+                    endpoint,
+                    prefix + path,
+                    quiet=path == "/health",
+                    authenticate=None if path in self.public else self.authenticate,
+                ),
                 methods=methods,
                 include_in_schema=False,
             )

@@ -17,12 +17,12 @@ from typing import Any
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
 from uvicorn.importer import ImportFromStringError, import_from_string
 
 from lgos.core.background import BackgroundBackend
 from lgos.core.errors import ConfigurationError
 from lgos.core.registry import GraphFeature, GraphRegistry
+from lgos.http.auth import ApiKeys, Authenticate, TrustedHeader
 from lgos.http.body import RequestLimits
 from lgos.http.errors import install_error_envelopes
 from lgos.http.mount import LanggraphOpenaiServe
@@ -185,14 +185,36 @@ def _open_file_descriptors(limit: int) -> int | None:
         return None
 
 
-def header_scope(header: str | None) -> Callable[[Request], str] | None:
-    if header is None:
+def authenticate_from(settings: ServerSettings) -> Authenticate | None:
+    """The hook the settings name: API keys, or the trusted header, or none (anyone)."""
+    keys = api_keys(settings)
+    if keys is not None and settings.SCOPE_HEADER:
+        # A key names its owner; a header beside it could name another, so which one wins
+        # would be a guess (docs/design-choices.md).
+        raise ConfigurationError("set LGOS_API_KEYS(_FILE) or LGOS_SCOPE_HEADER, not both")
+    if keys is not None:
+        return keys
+    if settings.SCOPE_HEADER:
+        return TrustedHeader(settings.SCOPE_HEADER)
+    return None
+
+
+def api_keys(settings: ServerSettings) -> ApiKeys | None:
+    """LGOS_API_KEYS and LGOS_API_KEYS_FILE together (either may be unset)."""
+    texts: list[tuple[str, str]] = []
+    if settings.API_KEYS is not None:
+        texts.append(("LGOS_API_KEYS", settings.API_KEYS.get_secret_value()))
+    if settings.API_KEYS_FILE is not None:
+        try:
+            texts.append(("LGOS_API_KEYS_FILE", settings.API_KEYS_FILE.read_text()))
+        except OSError as error:
+            raise ConfigurationError(
+                f"LGOS_API_KEYS_FILE={settings.API_KEYS_FILE}: {error.strerror}"
+            ) from None
+    if not texts:
         return None
-
-    def scope(request: Request) -> str:
-        return request.headers.get(header) or "default"
-
-    return scope
+    source = " and ".join(name for name, _ in texts)
+    return ApiKeys.parse("\n".join(text for _, text in texts), source=source)
 
 
 def sweep_stored_responses(
@@ -212,9 +234,13 @@ def create_app(
     factory: RegistryFactory | str,
     *,
     settings: ServerSettings | None = None,
+    authenticate: Authenticate | None = None,
     freeze_startup_objects: bool = False,
 ) -> FastAPI:
     """Build the application: resources and registry open in its lifespan.
+
+    `authenticate` is the host's own authentication hook (`lgos.http.auth`), in place of the
+    API keys or trusted header the settings may name (not beside them).
 
     `freeze_startup_objects` moves everything alive after start-up out of the garbage
     collector's sight (`gc.freeze`). Full collections otherwise re-walk the ~130k objects
@@ -224,6 +250,12 @@ def create_app(
     settings = settings or ServerSettings.from_environment()
     if isinstance(factory, str):
         factory = import_factory(factory)
+    configured = authenticate_from(settings)
+    if authenticate is not None and configured is not None:
+        raise ConfigurationError(
+            "create_app(authenticate=...) replaces LGOS_API_KEYS and LGOS_SCOPE_HEADER: unset them"
+        )
+    authenticate = authenticate or configured
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -245,7 +277,8 @@ def create_app(
             serve = LanggraphOpenaiServe(
                 registry,
                 app,
-                owner_scope=header_scope(settings.SCOPE_HEADER),
+                authenticate=authenticate,
+                public_models=settings.PUBLIC_MODELS,
                 background=background,
                 store=resources.response_store,
                 store_by_default=settings.STORE_RESPONSES,

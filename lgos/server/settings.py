@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from lgos.core.errors import ConfigurationError
@@ -58,6 +59,13 @@ class ServerSettings(BaseSettings):
     # front of the API; it separates stored Responses, Conversations, pauses and background
     # runs. Unset: one shared scope.
     SCOPE_HEADER: str | None = None
+    # Bearer keys, each naming the owner it acts as: `owner=key` entries, comma- or
+    # newline-separated, here or one per line in the file (docs/security.md). Either set: every
+    # route but /health needs a key. Neither: anyone who reaches the port is the shared owner.
+    API_KEYS: SecretStr | None = None
+    API_KEYS_FILE: Path | None = None
+    # Whether /models, /models/{id}, /version and the A2A agent cards answer without a key.
+    PUBLIC_MODELS: bool = False
     # The graphs as MCP tools (Streamable HTTP) at this path, beside the OpenAI API; needs the
     # `mcp` extra. docs/mcp-a2a.md.
     ENABLE_MCP: bool = True
@@ -102,7 +110,8 @@ def _describe(error: ValidationError) -> str:
         field = ".".join(str(part) for part in item["loc"][:1])
         name = PREFIX + field
         raw = os.environ.get(name)
-        shown = f"{name}={raw}" if raw is not None and "URI" not in field else name
+        secret = "URI" in field or "KEYS" in field
+        shown = f"{name}={raw}" if raw is not None and not secret else name
         problems.append(f"{shown}: {item['msg']}")
     return "; ".join(problems)
 
