@@ -597,9 +597,6 @@ class StatusLine(cl.Message):
     def __init__(self, reuse_id: str | None = None) -> None:
         options = {"id": reuse_id} if reuse_id else {}
         super().__init__(content=ui.status_line("queued", 0), **options)
-        # A state, not an answer: outside the run's steps, so Chainlit puts no copy or
-        # feedback buttons under it (they would sit right above a review card).
-        self.parent_id = None
         self.reused = reuse_id is not None
 
     async def send(self) -> StatusLine:
