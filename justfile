@@ -17,6 +17,7 @@ setup:
     uv sync --all-extras --all-groups --quiet
     bash scripts/setup-test-env.sh
     bash scripts/setup-hatchet.sh
+    bash scripts/docs-assets.sh
 
 # Run the whole test suite (contract, PostgreSQL, processes, gateway, browsers, compose).
 test *args: setup
@@ -56,9 +57,10 @@ type-check:
 # Everything CI checks besides the tests: lint, types, docs.
 check: lint type-check docs
 
-# Build the documentation site strictly (warnings fail); it works offline (Mermaid bundled).
+# Build the documentation site strictly (warnings fail); it works offline (Mermaid bundled by
+# `just setup`: the build itself fetches nothing).
 docs *args:
-    bash scripts/docs-assets.sh
+    bash scripts/docs-assets.sh --check
     NO_MKDOCS_2_WARNING=1 uv run mkdocs build --strict {{ args }}
 
 # Benchmarks: LGOS against a bare graph and the reference product (`just bench --quick`).

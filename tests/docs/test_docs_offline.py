@@ -1,9 +1,10 @@
 """The documentation site reads and draws its diagrams with no internet.
 
-Builds the site (`mkdocs build --strict`, Mermaid fetched once by scripts/docs-assets.sh) into
-a temporary folder, serves it on loopback and opens the home page in Debian's Chromium with
-every request that leaves the machine aborted and recorded: the flow diagram must be drawn
-(Material's drawn diagram in place of its source) and the page must have asked for nothing outside.
+Builds the site (`mkdocs build --strict`, Mermaid put in place by scripts/docs-assets.sh, which
+`just setup` runs) into a temporary folder, serves it on loopback and opens the home page in
+Debian's Chromium with every request that leaves the machine aborted and recorded: the flow
+diagram must be drawn (Material's drawn diagram in place of its source) and the page must have
+asked for nothing outside.
 """
 
 from __future__ import annotations

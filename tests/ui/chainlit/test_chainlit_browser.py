@@ -206,6 +206,45 @@ def test_background_review_card(
     chat.shot(screenshot_dir, f"background-review-{choice.lower()}")
 
 
+@pytest.mark.parametrize(
+    ("model", "background", "question", "result"),
+    [
+        ("interruptible-approval", False, "Approve publishing 'Chrome check'?", "Published"),
+        ("background-interrupt", True, "Approve the prepared report?", "Background report"),
+    ],
+    ids=["foreground", "background"],
+)
+def test_a_review_is_one_card_with_no_bubbles_around_it_and_no_message_actions(
+    chat: Chat, model: str, background: bool, question: str, result: str
+) -> None:
+    chat.pick_model(model)
+    if background:
+        chat.change_settings(background=True, slider="min")
+    chat.send("Chrome check")
+    card = chat.card()
+    expect(card).to_have_attribute("data-state", "pending")
+    # The card's own message holds the card and nothing else: no text bubble repeating the
+    # question, no copy or thumbs buttons under it; and no second status line.
+    holder = chat.page.locator("div.step").filter(has=card).last
+    summary = re.compile(r"^(Waiting for your review|Review answered): ", re.I)
+
+    def one_card() -> None:
+        expect(chat.page.locator("[id^='review-']")).to_have_count(1)
+        expect(chat.page.get_by_text(question, exact=True)).to_have_count(1)
+        expect(holder.locator("button")).to_have_count(card.locator("button").count())
+        assert holder.inner_text().strip() == card.inner_text().strip()
+        expect(chat.page.get_by_text(summary)).to_have_count(0)
+        if background:
+            # One status line, right above the card.
+            expect(chat.page.get_by_text(re.compile(r"^Background run:"))).to_have_count(1)
+
+    one_card()
+    chat.answer_review("Approve")
+    chat.expect_answered("approve")
+    expect(chat.page.get_by_text(re.compile(result)).last).to_be_visible()
+    one_card()
+
+
 def test_review_card_takes_free_text(chat: Chat, screenshot_dir: Path) -> None:
     chat.pick_model("interruptible-approval")
     chat.send("Launch plan")
@@ -384,6 +423,7 @@ def test_stop_cancels_a_background_run(chat: Chat, screenshot_dir: Path, timings
     expect(
         chat.page.get_by_text(re.compile(r"In progress \(\d+ s\) · Preparing the report"))
     ).to_be_visible()
+    chat.shot(screenshot_dir, "background-timer")
     started = time.monotonic()
     chat.page.locator("#stop-button").click()
     expect(chat.page.get_by_text(re.compile(r"Background run: Cancelled"))).to_be_visible()
