@@ -80,7 +80,7 @@ async def open_background(
     elif settings.BACKGROUND == "memory":
         from lgos.background.memory import InMemoryBackgroundBackend
 
-        memory = InMemoryBackgroundBackend(registry)
+        memory = InMemoryBackgroundBackend(registry, settings.webhooks())
         async with memory.lifespan():
             yield memory
     elif settings.BACKGROUND == "dbos":
