@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+from lgos.background import webhooks
 from lgos.background.executor import execute_background_job
 from lgos.core.background import BackgroundJob, BackgroundRun
 from lgos.core.event_log import InMemoryResponseEventLog
 from lgos.core.registry import GraphRegistry
 from lgos.core.webhooks import Delivery, WebhookSettings
-from lgos.service import webhooks
 from lgos.wire import ids
 
 logger = logging.getLogger("lgos.background")
@@ -113,8 +113,12 @@ class InMemoryBackgroundBackend:
         if self.webhooks is None:
             return
         job = self._runs[run_id].job
-        response_id = str(ids.RunResponseId(job.run_id, run_id))
-        for delivery in webhooks.for_end(self.webhooks, response_id, response, cancelled=cancelled):
+        if cancelled:
+            found = webhooks.for_cancelled(self.webhooks, job, run_id)
+        else:
+            response_id = str(ids.RunResponseId(job.run_id, run_id))
+            found = webhooks.for_end(self.webhooks, response_id, response)
+        for delivery in found:
             self._start_delivery(delivery)
 
     def _start_delivery(self, delivery: Delivery) -> None:

@@ -87,7 +87,7 @@ async def open_background(
         from lgos.integrations.dbos import open_dbos_client
 
         async with open_dbos_client(
-            require_postgres(settings), resources.events, resources.pool
+            require_postgres(settings), resources.events, resources.pool, settings.webhooks()
         ) as backend:
             yield backend
     else:

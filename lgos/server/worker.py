@@ -128,6 +128,7 @@ async def _run_dbos(
             queue_polling_interval=worker_settings.QUEUE_POLL_SECONDS,
             incarnation=incarnation,
             retention=timedelta(days=settings.BACKGROUND_RETENTION_DAYS),
+            webhooks=settings.webhooks(),
         )
         await worker.run(stop, shutdown_grace=worker_settings.SHUTDOWN_GRACE_SECONDS)
     logger.info("worker.stopped")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections import Counter
 from typing import Any
 
@@ -23,7 +24,8 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(600),
 ]
-ENGINES = ["memory", "dbos"]
+DURABLE_ENGINES = ["dbos"]
+ENGINES = ["memory", *DURABLE_ENGINES]
 
 
 def api_and_workers(deployment: Deployment) -> list[Any]:
@@ -151,5 +153,39 @@ async def test_burst_of_runs_one_event_each(
         assert len(webhook_ids) == 100
         assert max(webhook_ids.values()) == 1
         assert {json.loads(request["body"])["data"]["id"] for request in received} == ids
+    finally:
+        await deployment.close_clients()
+
+
+@pytest.mark.parametrize("engine", DURABLE_ENGINES)
+async def test_killed_api_and_worker_deliver_once_the_worker_is_back(
+    engine: str, receiver: Receiver, deployment_for: Any
+) -> None:
+    deployment: Deployment = deployment_for(engine, receiver)
+    client = deployment.client()
+    try:
+        created = await client.responses.create(
+            model="background-mock", input="report", background=True, metadata=NO_DELAY
+        )
+        assert (await finished(deployment, created.id)).status == "completed"
+        # The run has finished and its delivery has begun (and failed: no receiver yet).
+        wait_for_record(deployment, is_attempt(created.id, failed=True))
+        [first] = [
+            r
+            for p in api_and_workers(deployment)
+            for r in p.records()
+            if is_attempt(created.id, failed=True)(r)
+        ]
+        for process in api_and_workers(deployment):
+            process.process.send_signal(signal.SIGKILL)
+            process.process.wait()
+        receiver.start()
+        deployment.ensure_workers()  # the same worker id: it recovers its own workflows
+        [request] = receiver.wait_for(created.id)
+        assert unwrap(request).type == "response.completed"
+        assert request["headers"]["webhook-id"] == first["webhook_id"]
+        [worker] = deployment.workers.values()
+        worker.wait_for_record(lambda r: r.get("message") == "webhook.delivered")
+        assert len(receiver.for_response(created.id)) == 1
     finally:
         await deployment.close_clients()

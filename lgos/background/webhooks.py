@@ -15,12 +15,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from lgos.core.background import BackgroundJob
 from lgos.core.webhooks import Delivery, WebhookSettings, deliveries, event_types, signed_headers
+from lgos.wire import ids
 
 logger = logging.getLogger("lgos.webhooks")
 
 
-async def attempt(settings: WebhookSettings, delivery: Delivery, number: int) -> bool:
+async def attempt(settings: WebhookSettings | None, delivery: Delivery, number: int) -> bool:
     """POST the event once, signed now; True on a 2xx. Never raises for the receiver's sake:
     a refused connection, a timeout or a 500 is a failed attempt, logged."""
     import httpx  # the `webhooks` extra; imported only where an endpoint is configured
@@ -32,9 +34,10 @@ async def attempt(settings: WebhookSettings, delivery: Delivery, number: int) ->
         "response_id": delivery.event.data.id,
         "attempt": number,
     }
-    endpoint = settings.endpoint(delivery.url)
-    if endpoint is None:
-        # The endpoint was removed from the settings since the event was queued.
+    endpoint = settings.endpoint(delivery.url) if settings is not None else None
+    if settings is None or endpoint is None:
+        # Removed from this process's settings since the event was queued: nothing to sign
+        # with, and the operator no longer wants it; the delivery ends here.
         logger.warning("webhook.endpoint_gone", extra=fields)
         return True
     body = delivery.event.body()
@@ -79,6 +82,14 @@ def logged_end(delivery: Delivery, attempts: int, *, delivered: bool) -> None:
         logger.info("webhook.delivered", extra=fields)
     else:
         logger.error("webhook.given_up", extra=fields)
+
+
+def for_cancelled(
+    settings: WebhookSettings | None, job: BackgroundJob, engine_run_id: str
+) -> list[Delivery]:
+    """The deliveries of a run its cancel ended (it has no Response of its own to read)."""
+    response_id = str(ids.RunResponseId(job.run_id, engine_run_id))
+    return for_end(settings, response_id, None, cancelled=True)
 
 
 def for_end(
