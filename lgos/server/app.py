@@ -93,7 +93,7 @@ async def open_background(
     else:
         from lgos.integrations.hatchet import open_hatchet_client
 
-        async with open_hatchet_client(resources.events) as backend:
+        async with open_hatchet_client(resources.events, settings.webhooks()) as backend:
             yield backend
 
 

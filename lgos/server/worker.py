@@ -95,6 +95,7 @@ def run_worker(registry_path: str, settings: ServerSettings) -> None:
             lambda: open_executor(factory, settings),
             name=worker_settings.ID or "lgos-background-worker",
             slots=settings.WORKER_SLOTS,
+            webhooks=settings.webhooks(),
         )
         return
     if settings.BACKGROUND != "dbos":

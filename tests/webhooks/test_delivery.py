@@ -24,7 +24,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(600),
 ]
-DURABLE_ENGINES = ["dbos"]
+DURABLE_ENGINES = ["dbos", "hatchet"]
 ENGINES = ["memory", *DURABLE_ENGINES]
 
 
@@ -170,12 +170,12 @@ async def test_killed_api_and_worker_deliver_once_the_worker_is_back(
         assert (await finished(deployment, created.id)).status == "completed"
         # The run has finished and its delivery has begun (and failed: no receiver yet).
         wait_for_record(deployment, is_attempt(created.id, failed=True))
-        [first] = [
+        first = next(
             r
             for p in api_and_workers(deployment)
             for r in p.records()
             if is_attempt(created.id, failed=True)(r)
-        ]
+        )
         for process in api_and_workers(deployment):
             process.process.send_signal(signal.SIGKILL)
             process.process.wait()
