@@ -29,6 +29,10 @@ LGOS (official SDK against the API, polling every 10 ms where the API is polled)
   events to its log the way a worker does; the time from the append to the client receiving
   the event.
 
+Webhook or poll (`webhooks`, after the rest, on deployments of its own with `LGOS_WEBHOOKS`):
+the API's CPU per background run for a client that waits by webhook against one that polls
+every 250 ms, on DBOS and Hatchet.
+
 Every pass runs every measurement once, one after the other, so each ratio pairs figures
 measured a few seconds apart; the report gives medians over passes.
 """
@@ -59,6 +63,9 @@ from benchmarks.durable.floor_worker import CHECKPOINT_URI_VARIABLE
 from benchmarks.durable.floors import DBOSFloor, HatchetFloor, floor_workers
 from benchmarks.durable.measure import MODES, measure
 from benchmarks.durable.report import goals, markdown, plot
+from benchmarks.durable.webhooks import WEBHOOK_RUNS
+from benchmarks.durable.webhooks import markdown as webhooks_markdown
+from benchmarks.durable.webhooks import run as webhooks_run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,8 +115,11 @@ def main(argv: list[str] | None = None) -> int:
             measure(counts, deployments, dbos_floor, hatchet_floor, floors_served)
         )
 
+    durable_engines = [engine for engine in engines if engine != "memory"]
+    webhook_runs = WEBHOOK_RUNS[mode]
+    waits = webhooks_run(durable_engines, webhook_runs, passes=counts.passes)
     meta = facts(mode, time.time() - began, load_before)
-    text = markdown(results, meta, counts)
+    text = markdown(results, meta, counts) + webhooks_markdown(waits, webhook_runs)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -119,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_ms_per_run": results.cpu,
         "medians": {name: results.median(name) for name in results.passes},
         "stream_tail_samples_ms": results.tail_samples,
+        "webhook_or_poll": waits,
         "goals": [
             {"goal": g.name, "limit": g.limit, "measured": g.ratio, "met": g.met}
             for g in goals(results)

@@ -7,14 +7,17 @@ import asyncio
 import contextvars
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+from lgos.background import webhooks
 from lgos.background.executor import execute_background_job
 from lgos.core.background import BackgroundJob, BackgroundRun
 from lgos.core.event_log import InMemoryResponseEventLog
 from lgos.core.registry import GraphRegistry
+from lgos.core.webhooks import Delivery, WebhookSettings
+from lgos.wire import ids
 
 logger = logging.getLogger("lgos.background")
 
@@ -30,8 +33,11 @@ class InMemoryBackgroundBackend:
     # the moment it happens, so nothing else needs logging.
     results_in_log = False
 
-    def __init__(self, registry: GraphRegistry) -> None:
+    def __init__(self, registry: GraphRegistry, webhooks: WebhookSettings | None = None) -> None:
         self.registry = registry
+        self.webhooks = webhooks
+        # Webhook deliveries under way: a retry loop each, in this process (they die with it).
+        self._deliveries: set[asyncio.Task[bool]] = set()
         self._runs: dict[str, BackgroundRun] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._by_key: dict[str, str] = {}
@@ -43,7 +49,7 @@ class InMemoryBackgroundBackend:
         try:
             yield
         finally:
-            tasks = list(self._tasks.values())
+            tasks: list[asyncio.Task[Any]] = [*self._tasks.values(), *self._deliveries]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -75,6 +81,7 @@ class InMemoryBackgroundBackend:
             self._tasks.pop(run_id, None)
             if not self._runs[run_id].terminal:
                 self._set(run_id, status="cancelled")
+                self._notify(run_id, None, cancelled=True)
 
     def _set(self, run_id: str, **changes: Any) -> None:
         self._runs[run_id] = self._runs[run_id].model_copy(update=changes)
@@ -87,11 +94,37 @@ class InMemoryBackgroundBackend:
             response = await execute_background_job(job, run_id, self.registry, events=self.events)
         except asyncio.CancelledError:
             self._set(run_id, status="cancelled")
+            self._notify(run_id, None, cancelled=True)
             raise
         except Exception:  # execute_background_job turns graph errors into failed Responses
             logger.exception("background.run_crashed")
             self._set(run_id, status="failed")
+            self._notify(run_id, {"status": "failed"})
         else:
             self._set(run_id, status=response["status"], response=response)
+            self._notify(run_id, response)
         finally:
             self._tasks.pop(run_id, None)
+
+    def _notify(
+        self, run_id: str, response: Mapping[str, Any] | None, *, cancelled: bool = False
+    ) -> None:
+        """Start the webhook deliveries of a run that ended; the run does not wait for them."""
+        if self.webhooks is None:
+            return
+        job = self._runs[run_id].job
+        if cancelled:
+            found = webhooks.for_cancelled(self.webhooks, job, run_id)
+        else:
+            response_id = str(ids.RunResponseId(job.run_id, run_id))
+            found = webhooks.for_end(self.webhooks, response_id, response)
+        for delivery in found:
+            self._start_delivery(delivery)
+
+    def _start_delivery(self, delivery: Delivery) -> None:
+        assert self.webhooks is not None
+        task = asyncio.create_task(
+            webhooks.deliver(self.webhooks, delivery), context=contextvars.Context()
+        )
+        self._deliveries.add(task)
+        task.add_done_callback(self._deliveries.discard)

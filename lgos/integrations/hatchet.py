@@ -42,6 +42,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from lgos.background.executor import JobExecutor
 from lgos.core.background import BackgroundJob, BackgroundRun, ResponseEventLog, engine_statuses
 from lgos.core.errors import ConfigurationError, EngineUnavailableError
+from lgos.core.webhooks import WebhookSettings
+from lgos.integrations.hatchet_webhooks import WebhookTrigger, webhook_trigger
 
 __all__ = [
     "MIN_ENGINE_VERSION",
@@ -96,6 +98,7 @@ def create_hatchet_task(
     schedule_timeout: timedelta = DEFAULT_SCHEDULE_TIMEOUT,
     execution_timeout: timedelta = DEFAULT_EXECUTION_TIMEOUT,
     idempotency_ttl: timedelta = DEFAULT_IDEMPOTENCY_TTL,
+    webhooks: WebhookTrigger | None = None,
 ) -> Standalone[HatchetJobInput, dict[str, Any]]:  # its output: the Response JSON
     """The task both sides declare: the API triggers it, the worker runs it.
 
@@ -119,7 +122,10 @@ def create_hatchet_task(
             raise RuntimeError("the Hatchet worker's lifespan must yield a JobExecutor")
         job = BackgroundJob.model_validate(task_input.job)
         # The API reads a run's end from the log: the REST view shows it a second or more late.
-        return dict(await executor(job, uuid.UUID(ctx.workflow_run_id).hex))
+        response = dict(await executor(job, uuid.UUID(ctx.workflow_run_id).hex))
+        if webhooks is not None:
+            await webhooks.ended(response)
+        return response
 
     return run_background_response
 
@@ -162,8 +168,10 @@ class HatchetBackgroundBackend:
         *,
         call_timeout: float = ENGINE_CALL_TIMEOUT_SECONDS,
         events: ResponseEventLog | None = None,
+        webhooks: WebhookTrigger | None = None,
     ) -> None:
         self.task = task
+        self.webhooks = webhooks
         self.runs = runs
         self.call_timeout = call_timeout
         # Without one (no PostgreSQL), `stream` with `background` is refused.
@@ -207,6 +215,9 @@ class HatchetBackgroundBackend:
         while asyncio.get_running_loop().time() < deadline:
             run = await self.get(run_id)
             if run is None or run.terminal:
+                # A cancelled task runs nothing more: the canceller triggers its webhook.
+                if run is not None and run.status == "cancelled" and self.webhooks is not None:
+                    await self.webhooks.cancelled(run.job, run_id)
                 return
             await asyncio.sleep(CANCEL_POLL_SECONDS)
 
@@ -337,13 +348,19 @@ async def check_engine_version(
 @asynccontextmanager
 async def open_hatchet_client(
     events: ResponseEventLog | None = None,
+    webhooks: WebhookSettings | None = None,
 ) -> AsyncIterator[HatchetBackgroundBackend]:
     """The API side. Reads HATCHET_CLIENT_* from the environment, like the SDK. Without an
     event log (no PostgreSQL), `stream` with `background` is refused."""
     hatchet = connect()
     version = await check_engine_version(hatchet)
     logger.info("background.hatchet.connected", extra={"engine_version": version})
-    yield HatchetBackgroundBackend(create_hatchet_task(hatchet), hatchet.runs, events=events)
+    yield HatchetBackgroundBackend(
+        create_hatchet_task(hatchet),
+        hatchet.runs,
+        events=events,
+        webhooks=webhook_trigger(hatchet, webhooks),
+    )
 
 
 def run_hatchet_worker(
@@ -351,6 +368,7 @@ def run_hatchet_worker(
     *,
     name: str,
     slots: int,
+    webhooks: WebhookSettings | None = None,
 ) -> None:
     """`lgos worker` on Hatchet. Blocks; Hatchet's worker handles SIGTERM itself.
 
@@ -371,7 +389,10 @@ def run_hatchet_worker(
             yield executor
         logger.info("worker.stopped", extra={"worker_id": name})
 
-    worker = hatchet.worker(
-        name, slots=slots, workflows=[create_hatchet_task(hatchet)], lifespan=lifespan
-    )
+    trigger = webhook_trigger(hatchet, webhooks)
+    # The delivery task is declared with the run task (triggered after a run), when enabled.
+    workflows: list[Any] = [create_hatchet_task(hatchet, webhooks=trigger)]
+    if trigger is not None:
+        workflows.append(trigger.task)
+    worker = hatchet.worker(name, slots=slots, workflows=workflows, lifespan=lifespan)
     worker.start()

@@ -80,20 +80,20 @@ async def open_background(
     elif settings.BACKGROUND == "memory":
         from lgos.background.memory import InMemoryBackgroundBackend
 
-        memory = InMemoryBackgroundBackend(registry)
+        memory = InMemoryBackgroundBackend(registry, settings.webhooks())
         async with memory.lifespan():
             yield memory
     elif settings.BACKGROUND == "dbos":
         from lgos.integrations.dbos import open_dbos_client
 
         async with open_dbos_client(
-            require_postgres(settings), resources.events, resources.pool
+            require_postgres(settings), resources.events, resources.pool, settings.webhooks()
         ) as backend:
             yield backend
     else:
         from lgos.integrations.hatchet import open_hatchet_client
 
-        async with open_hatchet_client(resources.events) as backend:
+        async with open_hatchet_client(resources.events, settings.webhooks()) as backend:
             yield backend
 
 

@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from lgos.core.errors import ConfigurationError
+from lgos.core.webhooks import WebhookEndpoint, WebhookSettings
 
 PREFIX = "LGOS_"
 
@@ -74,6 +75,13 @@ class ServerSettings(BaseSettings):
     # extra. docs/mcp-a2a.md.
     ENABLE_A2A: bool = True
     A2A_PATH: str = "/a2a"
+    # Completion webhooks of background Responses (docs/background.md, "Webhooks"): a JSON
+    # list of `{"url", "secret": "whsec_...", "events": [...]}`; empty: none are sent.
+    WEBHOOKS: list[WebhookEndpoint] = Field(default_factory=list)
+    WEBHOOK_MAX_ATTEMPTS: int = Field(default=12, ge=1)
+    WEBHOOK_FIRST_DELAY_SECONDS: float = Field(default=1.0, gt=0)
+    WEBHOOK_MAX_DELAY_SECONDS: float = Field(default=600.0, gt=0)
+    WEBHOOK_TIMEOUT_SECONDS: float = Field(default=10.0, gt=0)
 
     @field_validator("OPENAI_API_PREFIX")
     @classmethod
@@ -88,6 +96,18 @@ class ServerSettings(BaseSettings):
         if not value.startswith("/") or value.rstrip("/") == "":
             raise ValueError("must start with '/' and name a path, such as '/mcp' or '/a2a'")
         return value.rstrip("/")
+
+    def webhooks(self) -> WebhookSettings | None:
+        """What the engines deliver with; None when no endpoint is configured."""
+        if not self.WEBHOOKS:
+            return None
+        return WebhookSettings(
+            endpoints=tuple(self.WEBHOOKS),
+            max_attempts=self.WEBHOOK_MAX_ATTEMPTS,
+            first_delay_seconds=self.WEBHOOK_FIRST_DELAY_SECONDS,
+            max_delay_seconds=self.WEBHOOK_MAX_DELAY_SECONDS,
+            timeout_seconds=self.WEBHOOK_TIMEOUT_SECONDS,
+        )
 
     @classmethod
     def from_environment(cls, **overrides: Any) -> ServerSettings:
@@ -110,8 +130,10 @@ def _describe(error: ValidationError) -> str:
         field = ".".join(str(part) for part in item["loc"][:1])
         name = PREFIX + field
         raw = os.environ.get(name)
-        secret = "URI" in field or "KEYS" in field
-        shown = f"{name}={raw}" if raw is not None and not secret else name
+        # Values that may hold credentials (a URI's password, API keys, a webhook secret) are
+        # not shown.
+        hidden = "URI" in field or "KEYS" in field or field == "WEBHOOKS"
+        shown = f"{name}={raw}" if raw is not None and not hidden else name
         problems.append(f"{shown}: {item['msg']}")
     return "; ".join(problems)
 

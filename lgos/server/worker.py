@@ -95,6 +95,7 @@ def run_worker(registry_path: str, settings: ServerSettings) -> None:
             lambda: open_executor(factory, settings),
             name=worker_settings.ID or "lgos-background-worker",
             slots=settings.WORKER_SLOTS,
+            webhooks=settings.webhooks(),
         )
         return
     if settings.BACKGROUND != "dbos":
@@ -128,6 +129,7 @@ async def _run_dbos(
             queue_polling_interval=worker_settings.QUEUE_POLL_SECONDS,
             incarnation=incarnation,
             retention=timedelta(days=settings.BACKGROUND_RETENTION_DAYS),
+            webhooks=settings.webhooks(),
         )
         await worker.run(stop, shutdown_grace=worker_settings.SHUTDOWN_GRACE_SECONDS)
     logger.info("worker.stopped")

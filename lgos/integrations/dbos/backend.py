@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 from dbos import DBOSClient, EnqueueOptions, WorkflowSerializationFormat
 from psycopg.rows import tuple_row
 
+from lgos.background import webhooks
 from lgos.core.background import BackgroundJob, BackgroundRun, ResponseEventLog
+from lgos.core.webhooks import WebhookSettings
 from lgos.integrations.dbos.internals import PORTABLE_JSON, READ_RUN
 from lgos.integrations.dbos.names import (
     APPLICATION_NAME,
@@ -27,6 +29,7 @@ from lgos.integrations.dbos.runs import (
     to_run,
 )
 from lgos.integrations.dbos.schema import migrate, sqlalchemy_url
+from lgos.integrations.dbos.webhooks import enqueue_with_client
 
 if TYPE_CHECKING:
     from lgos.integrations.postgres.pool import Pool
@@ -52,8 +55,10 @@ class DBOSBackgroundBackend:
         client: DBOSClient,
         events: ResponseEventLog | None = None,
         pool: Pool | None = None,
+        webhooks: WebhookSettings | None = None,
     ) -> None:
         self.client = client
+        self.webhooks = webhooks
         # Streamed Responses' events, in the same database (`PostgresResponseEventLog`).
         self.events = events
         self.pool = pool
@@ -99,6 +104,15 @@ class DBOSBackgroundBackend:
     async def cancel(self, run_id: str) -> None:
         # DBOS leaves finished workflows alone; a running one is preempted within ~1 s.
         await self.client.cancel_workflow_async(run_id)
+        if self.webhooks is None:
+            return
+        # A cancelled workflow runs nothing more, so the canceller enqueues its webhook; only
+        # when the cancel is what ended it (a run that had finished keeps its own event).
+        run = await self.get(run_id)
+        if run is not None and run.status == "cancelled":
+            await enqueue_with_client(
+                self.client, webhooks.for_cancelled(self.webhooks, run.job, run_id)
+            )
 
     async def delete_finished(self, older_than: timedelta) -> int:
         """Delete runs that finished more than `older_than` ago; return how many."""
@@ -126,7 +140,10 @@ class DBOSBackgroundBackend:
 
 @asynccontextmanager
 async def open_dbos_client(
-    uri: str, events: ResponseEventLog | None = None, pool: Pool | None = None
+    uri: str,
+    events: ResponseEventLog | None = None,
+    pool: Pool | None = None,
+    webhooks: WebhookSettings | None = None,
 ) -> AsyncIterator[DBOSBackgroundBackend]:
     """The API side: a `DBOSBackgroundBackend` on a plain-SQL `DBOSClient` (and `pool`, the
     server's pool on the same database, for reading runs)."""
@@ -141,6 +158,6 @@ async def open_dbos_client(
         )
     )
     try:
-        yield DBOSBackgroundBackend(client, events, pool)
+        yield DBOSBackgroundBackend(client, events, pool, webhooks)
     finally:
         await asyncio.to_thread(client.destroy)

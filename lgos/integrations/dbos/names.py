@@ -14,3 +14,8 @@ MAX_RECOVERY_ATTEMPTS = 5
 # notification for a new queued workflow). Each look is one short transaction per worker;
 # a new run waits half the interval on average (`LGOS_WORKER_QUEUE_POLL_SECONDS`).
 QUEUE_POLLING_INTERVAL_SECONDS = 0.05
+# Completion webhooks: one workflow per event and endpoint, on a queue of their own (a
+# delivery that waits between attempts must not hold one of the worker's run slots).
+WEBHOOK_WORKFLOW_NAME = "lgos.webhook_delivery"
+WEBHOOK_STEP_NAME = "lgos.webhook_attempt"
+WEBHOOK_QUEUE_NAME = "lgos-webhooks"

@@ -18,6 +18,7 @@ from psycopg import AsyncConnection
 
 from lgos.background.executor import JobExecutor
 from lgos.core.errors import ConfigurationError
+from lgos.core.webhooks import WebhookSettings
 from lgos.integrations.dbos.backend import DBOSBackgroundBackend
 from lgos.integrations.dbos.internals import recover_pending_workflows
 from lgos.integrations.dbos.lease import WORKER_APPLICATION_PREFIX, end_sessions, lease_lost
@@ -26,10 +27,12 @@ from lgos.integrations.dbos.names import (
     APPLICATION_VERSION,
     QUEUE_NAME,
     QUEUE_POLLING_INTERVAL_SECONDS,
+    WEBHOOK_QUEUE_NAME,
     WORKFLOW_NAME,
 )
 from lgos.integrations.dbos.schema import migrate, sqlalchemy_url
 from lgos.integrations.dbos.wake_guard import WakeGuard
+from lgos.integrations.dbos.webhooks import WEBHOOK_WORKFLOW
 from lgos.integrations.dbos.workflow import WORKFLOW
 
 logger = logging.getLogger("lgos.background.dbos")
@@ -51,7 +54,9 @@ class DBOSWorker:
         queue_polling_interval: float = QUEUE_POLLING_INTERVAL_SECONDS,
         incarnation: str | None = None,
         retention_interval: float = 3600.0,
+        webhooks: WebhookSettings | None = None,
     ) -> None:
+        self.webhooks = webhooks
         self.uri = uri
         self.executor = executor
         self.executor_id = executor_id
@@ -80,6 +85,8 @@ class DBOSWorker:
         try:
             WORKFLOW.register()
             WORKFLOW.executor = self.executor
+            WEBHOOK_WORKFLOW.register()
+            WEBHOOK_WORKFLOW.settings = self.webhooks
             # DBOS gives its logger a console handler of its own unless it already has one;
             # a null handler keeps its records flowing to ours (JSON like the rest).
             logging.getLogger("dbos").addHandler(logging.NullHandler())
@@ -105,6 +112,12 @@ class DBOSWorker:
             await DBOS.register_queue_async(
                 QUEUE_NAME,
                 worker_concurrency=self.slots,
+                polling_interval_sec=self.queue_polling_interval,
+                on_conflict="always_update",
+            )
+            # No concurrency limit: a delivery is a small coroutine that mostly sleeps.
+            await DBOS.register_queue_async(
+                WEBHOOK_QUEUE_NAME,
                 polling_interval_sec=self.queue_polling_interval,
                 on_conflict="always_update",
             )
@@ -141,6 +154,7 @@ class DBOSWorker:
                 )
         finally:
             WORKFLOW.executor = None
+            WEBHOOK_WORKFLOW.settings = None
             guard.stop()
             beating.set()
             # DBOS made its thread pool this loop's default executor and has shut it down.

@@ -1,4 +1,5 @@
-"""The workflow a DBOS worker runs: one step that hands the job to this process's executor."""
+"""The workflow a DBOS worker runs: one step that hands the job to this process's executor,
+then the enqueue of the run's completion webhooks (`dbos.webhooks`), if any are configured."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ from typing import Any
 
 from dbos import DBOS, WorkflowSerializationFormat
 
+from lgos.background import webhooks
 from lgos.background.executor import JobExecutor
 from lgos.core.background import BackgroundJob
 from lgos.integrations.dbos.names import MAX_RECOVERY_ATTEMPTS, STEP_NAME, WORKFLOW_NAME
+from lgos.integrations.dbos.webhooks import WEBHOOK_WORKFLOW, enqueue_in_workflow
 
 
 class _Workflow:
@@ -44,7 +47,12 @@ class _Workflow:
         step = DBOS.step(name=STEP_NAME, preemptible=True, retries_allowed=False)(_run_graph_step)
 
         async def background_response(run_id: str, job: dict[str, Any]) -> dict[str, Any]:  # JSON
-            return await step(run_id, job)
+            response = await step(run_id, job)
+            # After the graph's step: a recovered workflow replays the step's recorded end and
+            # enqueues the same deliveries again, which DBOS keeps once (their ids are fixed).
+            found = webhooks.for_end(WEBHOOK_WORKFLOW.settings, str(response["id"]), response)
+            await enqueue_in_workflow(found)
+            return response
 
         # A run is re-dispatched when its worker dies; a run that keeps killing its workers (out
         # of memory, say) ends as failed after this many deaths instead of looping forever.

@@ -1,0 +1,143 @@
+"""Deployments with completion webhooks, and the receiver process the tests read them from.
+
+The receiver is a real HTTP server in its own process (`tests.webhooks.receiver`) on a
+loopback port the API and the workers are configured with (`LGOS_WEBHOOKS`); a test may start
+it late (the receiver is down) and stop it. Events are verified with the official SDK's
+`client.webhooks.unwrap`, as a user's receiver would.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from tests.background.conftest import Deployment
+from tests.support.postgres import temporary_database
+from tests.support.processes import START_TIMEOUT, Process, free_port
+
+SECRET = "whsec_" + base64.b64encode(b"lgos-webhook-test-secret-32bytes").decode()
+WRONG_SECRET = "whsec_" + base64.b64encode(b"not-the-secret-the-api-signs-with").decode()
+ALL_TYPES = [
+    "response.completed",
+    "response.failed",
+    "response.cancelled",
+    "response.incomplete",
+    "lgos.response.paused",
+]
+DELIVERY_TIMEOUT = 120.0
+# Short back-off, so a test whose receiver was down does not wait for the production bound.
+RETRY_ENV = {"LGOS_WEBHOOK_FIRST_DELAY_SECONDS": "0.5", "LGOS_WEBHOOK_MAX_DELAY_SECONDS": "2"}
+
+
+class Receiver:
+    """The receiver process on one port: (re)started and stopped by the test."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}/hooks"
+        self.process: Process | None = None
+        # Requests of earlier incarnations of the process (a test that restarts it).
+        self._earlier: list[dict[str, Any]] = []
+
+    def start(self) -> None:
+        self.process = Process(
+            [sys.executable, "-m", "tests.webhooks.receiver", str(self.port)],
+            env={"PYTHONUNBUFFERED": "1", "PATH": ""},
+            name="webhook receiver",
+        )
+        self.process.wait_for_record(lambda r: r["message"] == "listening", START_TIMEOUT)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop(grace=5)
+            self._earlier += self._received(self.process)
+            self.process = None
+
+    @staticmethod
+    def _received(process: Process) -> list[dict[str, Any]]:
+        return [r for r in process.records() if r["message"] == "received"]
+
+    def received(self) -> list[dict[str, Any]]:
+        current = self._received(self.process) if self.process is not None else []
+        return [*self._earlier, *current]
+
+    def for_response(self, response_id: str) -> list[dict[str, Any]]:
+        return [r for r in self.received() if json.loads(r["body"])["data"]["id"] == response_id]
+
+    def wait_for(self, response_id: str, count: int = 1) -> list[dict[str, Any]]:
+        """The requests about this Response, once at least `count` arrived."""
+        assert self.process is not None
+        self.process.wait_for(
+            lambda: len(self.for_response(response_id)) >= count,
+            DELIVERY_TIMEOUT,
+            f"{count} webhook(s) for {response_id}",
+        )
+        return self.for_response(response_id)
+
+
+def unwrap(request: dict[str, Any], secret: str = SECRET) -> Any:
+    """The event, verified as the SDK verifies OpenAI's (raises on a bad signature)."""
+    return OpenAI(api_key="unused").webhooks.unwrap(
+        request["body"], request["headers"], secret=secret
+    )
+
+
+def webhook_env(receiver: Receiver, events: list[str] = ALL_TYPES) -> dict[str, str]:
+    endpoints = [{"url": receiver.url, "secret": SECRET, "events": events}]
+    return {"LGOS_WEBHOOKS": json.dumps(endpoints), **RETRY_ENV}
+
+
+def is_attempt(response_id: str, *, failed: bool) -> Any:
+    def match(record: dict[str, Any]) -> bool:
+        if record.get("message") != "webhook.attempt" or record.get("response_id") != response_id:
+            return False
+        status = record.get("http.response.status_code")
+        ok = isinstance(status, int) and 200 <= status < 300
+        return ok != failed
+
+    return match
+
+
+@pytest.fixture(scope="package")
+def webhooks_database() -> Iterator[str]:
+    with temporary_database("lgos_test_webhooks") as uri:
+        yield uri
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A receiver on a fresh port, not started: the test starts it when it wants it up."""
+    hooks = Receiver(free_port())
+    try:
+        yield hooks
+    finally:
+        hooks.stop()
+
+
+@pytest.fixture
+def deployment_for(webhooks_database: str, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """`deployment_for(engine, receiver)`: a deployment sending webhooks to `receiver` (one
+    API, and one worker on an engine that has workers), started; stopped after the test."""
+    started: list[Deployment] = []
+
+    def start(engine: str, receiver: Receiver) -> Deployment:
+        workers = 0 if engine == "memory" else 1
+        extra = webhook_env(receiver)
+        if engine == "hatchet":
+            extra.update(request.getfixturevalue("hatchet_engine"))
+        deployment = Deployment(engine, webhooks_database, apis=1, workers=workers, extra_env=extra)
+        started.append(deployment)
+        deployment.start()
+        return deployment
+
+    try:
+        yield start
+    finally:
+        for deployment in started:
+            deployment.stop()
