@@ -56,6 +56,24 @@ class LgosError(Exception):
         message, param = _error_message(response)
         return cls(message, response.status_code, param)
 
+    @property
+    def upstream_unreachable(self) -> bool:
+        """Whether a gateway answered that it could not connect to the server behind it (its
+        own 5xx, worded by its HTTP client: LiteLLM says "Cannot connect to host ...")."""
+        said = str(self).lower()
+        return (self.status or 0) >= 500 and any(words in said for words in _NOT_CONNECTED)
+
+
+# How a gateway's HTTP client words "the server behind me does not answer" (aiohttp, httpx,
+# the OpenAI SDK that LiteLLM uses).
+_NOT_CONNECTED = (
+    "cannot connect to host",
+    "connect call failed",
+    "connection refused",
+    "apiconnectionerror",
+    "connection error",
+)
+
 
 def _content_text(content: Any) -> str:
     """Plain text of an Open WebUI chat message content (a string or a list of parts)."""
@@ -669,6 +687,11 @@ class Pipe:
         upstream_start: str = Field(
             default="", description="The command that starts base_url, named when it is down."
         )
+        lgos_start: str = Field(
+            default="",
+            description="When base_url is a gateway: the command that starts LGOS behind it, "
+            "named when the gateway answers that it cannot reach LGOS.",
+        )
         worker_start: str = Field(
             default="just demo/worker",
             description="The command that starts a background worker, named when no worker "
@@ -998,6 +1021,11 @@ class _Turn:
                 request = review.answer_request(base, *answers)
         except LgosError as exc:
             log.warning("request for %s failed: %s", self.model, exc)
+            if self.upstream != "LGOS" and exc.upstream_unreachable:
+                # The gateway is up; the piece that is down is LGOS behind it.
+                await self.status("LGOS unreachable", done=True)
+                yield f"\n\n{self._lgos_down_text()}"
+                return
             await self.status("Failed", done=True)
             who = (
                 "Not sent"
@@ -1065,6 +1093,19 @@ class _Turn:
                 await writer.replace(review.waiting_note().strip(), done)
         except Exception as exc:  # the old message is a courtesy: the answer itself went through
             log.warning("could not mark the earlier review message answered: %s", exc)
+
+    def _lgos_down_text(self) -> str:
+        """The gateway is up, LGOS behind it is not: name that piece and its fix (the
+        gateway's own wording, with its client's internals, stays in the log)."""
+        fix = (
+            f"Start LGOS with `{self.valves.lgos_start}`, then send your message again."
+            if self.valves.lgos_start
+            else "Check that LGOS runs, then send your message again."
+        )
+        return (
+            f"**LGOS is not reachable:** {self.upstream} at {self.valves.base_url} answers, "
+            f"but cannot connect to LGOS behind it. {fix}"
+        )
 
     def _settings_hint(self, exc: LgosError) -> str:
         """Where to fix a refused setting, with the values the graph allows."""
@@ -1375,10 +1416,16 @@ class _LiveStatus:
         left = self.created_at + QUEUED_WARNING_SECONDS - time.time()
         await asyncio.sleep(max(0.0, left))  # a deadline to report, not coordination
         if self.state == "queued":
-            await self.show()
+            # The deadline has come, whatever the clock says: Open WebUI's loop (uvloop)
+            # counts timers in whole milliseconds and often wakes up to 1 ms early. Read
+            # from the clock, 2.999 s gave "Queued" again, which is unchanged, so nothing
+            # was shown and the timer never looked again.
+            await self.show(at_least=QUEUED_WARNING_SECONDS)
 
-    async def show(self) -> None:
-        waited = time.time() - self.created_at if self.state == "queued" else 0
+    async def show(self, at_least: float = 0) -> None:
+        """Write the line if it changed; `at_least` is how long the run has been queued at
+        the least (the timer's deadline)."""
+        waited = max(time.time() - self.created_at, at_least) if self.state == "queued" else 0
         line = progress_line(self.state, self.step, waited, self.turn.valves.worker_start)
         if line != self.shown:
             self.shown = line

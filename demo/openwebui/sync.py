@@ -338,6 +338,12 @@ def main(argv: list[str] | None = None) -> int:
         "--upstream-start", default="", help="the command that starts --lgos-url when it is down"
     )
     parser.add_argument(
+        "--lgos-start",
+        default="",
+        help="when --lgos-url is a gateway: the command that starts LGOS behind it, named when "
+        "the gateway cannot reach it",
+    )
+    parser.add_argument(
         "--worker-start",
         default="just demo/worker",
         help="the command that starts a background worker, named when no worker takes a run",
@@ -362,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             "poll_interval_seconds": args.poll_interval,
             "upstream_name": upstream,
             "upstream_start": args.upstream_start,
+            "lgos_start": args.lgos_start,
             "worker_start": args.worker_start,
         },
         args.function_id,

@@ -192,6 +192,34 @@ def gateway(gateway_service: Gateway | StartFailure) -> Gateway:
     return require(gateway_service)
 
 
+@pytest.fixture
+def gateway_without_lgos(lgos_url: str, openwebui_url: str, tmp_path: Path) -> Iterator[Gateway]:
+    """A LiteLLM proxy whose LGOS is down (a port nobody listens on), and ``lgos_nolgos``
+    Pipes through it: the gateway answers, the piece behind it does not, as when `just demo/api`
+    was never started. The catalog comes from the session's LGOS (sync.py --catalog-url)."""
+    port = free_port()
+    key = "sk-openwebui-no-lgos"
+    env = {
+        **os.environ,
+        "LGOS_API_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
+        "LITELLM_PORT": str(port),
+        "LITELLM_MASTER_KEY": key,
+    }
+    url = f"http://127.0.0.1:{port}/v1"
+    litellm = REPO / "demo" / "litellm"
+    run_step([str(litellm / "setup.sh")], timeout=1800)
+    ready = f"http://127.0.0.1:{port}/health/liveliness"
+    process = start(["bash", str(litellm / "run.sh")], tmp_path / "litellm.log", env, ready)
+    try:
+        sync = [sys.executable, str(OPENWEBUI_DIR / "sync.py"), "--url", openwebui_url]
+        options = ["--lgos-url", url, "--lgos-key", key, "--catalog-url", lgos_url]
+        fixes = ["--upstream-start", "just demo/litellm", "--lgos-start", "just demo/api"]
+        run_step([*sync, *options, *fixes, "--function-id", "lgos_nolgos"], timeout=300)
+        yield Gateway(function="lgos_nolgos", url=url, key=key)
+    finally:
+        process.stop(grace=20)
+
+
 @pytest.fixture(scope="session")
 def idle_service(
     openwebui_service: OpenWebUI | StartFailure, tmp_path_factory: pytest.TempPathFactory

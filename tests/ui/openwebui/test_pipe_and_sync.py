@@ -183,6 +183,24 @@ def test_gateway_wrapped_error_shows_the_lgos_message() -> None:
     assert param == "metadata.lgos_settings"
 
 
+def test_a_gateway_that_cannot_reach_lgos_is_told_from_a_refusal() -> None:
+    import httpx
+
+    # What LiteLLM answers when nothing listens behind it (seen with demo/litellm/run.sh).
+    lost = (
+        "litellm.InternalServerError: InternalServerError: OpenAIException - Cannot connect to "
+        "host REDACTED:18999 ssl:<ssl.SSLContext object> [Connect call failed ('REDACTED', "
+        "18999)]\n\nLiteLLM: model group 'simple-graph' failed with the error above."
+    )
+    down = httpx.Response(500, json={"error": {"message": lost, "code": "500"}})
+    assert pipe.LgosError.from_response(down).upstream_unreachable
+    # LGOS's own refusal through the gateway, and a 5xx of LGOS itself, are not an outage.
+    refused = httpx.Response(400, json={"error": {"message": "Connection error in the graph"}})
+    assert not pipe.LgosError.from_response(refused).upstream_unreachable
+    failed = httpx.Response(500, json={"error": {"message": "The graph raised ValueError"}})
+    assert not pipe.LgosError.from_response(failed).upstream_unreachable
+
+
 def test_progress_line_is_a_state_that_names_the_worker_fix() -> None:
     # No clock in the line: each new line is kept in the message's status history.
     assert pipe.progress_line("queued", waited=1.5) == "Queued"
@@ -190,6 +208,44 @@ def test_progress_line_is_a_state_that_names_the_worker_fix() -> None:
         "Queued for 12 s: no worker has taken this run. Start one with `just demo/worker`."
     )
     assert pipe.progress_line("in_progress", "Reading") == "Running · Reading"
+
+
+def test_the_no_worker_line_shows_when_the_loop_wakes_a_hair_early(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+    from types import SimpleNamespace
+
+    # Open WebUI runs on uvloop, which counts timers in whole milliseconds: about one sleep in
+    # five ends up to 1 ms before the wall clock reaches its deadline. The clock here reads
+    # 0.5 ms short of the deadline when the Pipe's timer wakes.
+    clock = [1000.2]
+    real_sleep = asyncio.sleep
+
+    async def early_sleep(seconds: float) -> None:
+        clock[0] += max(0.0, seconds - 0.0005)
+        await real_sleep(0)
+
+    lines: list[str] = []
+
+    async def status(line: str, **_: str) -> None:
+        lines.append(line)
+
+    async def queued_run() -> None:
+        turn = SimpleNamespace(valves=SimpleNamespace(worker_start="just demo/worker"))
+        turn.status = status
+        live = pipe._LiveStatus(turn)
+        await live.start({"id": "resp_1", "status": "queued", "created_at": 1000})
+        assert live.warning is not None
+        await live.warning  # the timer, which runs once
+
+    monkeypatch.setattr(pipe, "time", SimpleNamespace(time=lambda: clock[0]))
+    monkeypatch.setattr(asyncio, "sleep", early_sleep)
+    asyncio.run(queued_run())
+    assert lines == [
+        "Queued",
+        "Queued for 3 s: no worker has taken this run. Start one with `just demo/worker`.",
+    ]
 
 
 def test_a_waiting_review_is_asked_once_and_answered_in_words() -> None:
