@@ -46,12 +46,14 @@ class WorkerSettings(BaseSettings):
 
     # A stable name per worker (DBOS executor id). Unset: host name and process id.
     ID: str | None = Field(default=None, min_length=1, max_length=200)
-    # How often a worker looks for runs whose worker died (DBOS).
+    # How often a worker looks for workers whose lease expired (dead or stuck), to take over
+    # their runs (DBOS) or free their run leases for the worker Hatchet reassigns them to.
     RECOVERY_INTERVAL_SECONDS: float = Field(default=10.0, gt=0)
     # How long running runs may finish after SIGTERM before the process exits.
     SHUTDOWN_GRACE_SECONDS: float = Field(default=20.0, ge=0)
     # How long a worker that stops making progress (dead, stopped, cut off) keeps its runs
-    # before another worker takes them over (DBOS). Longer than a database restart takes.
+    # before another worker takes them over (DBOS and Hatchet, on PostgreSQL). Longer than a
+    # database restart takes.
     LEASE_SECONDS: float = Field(default=30.0, ge=2)
     # How often a DBOS worker looks in its queue for new runs (DBOS has no queue
     # notifications: a new run waits half of this on average before a worker picks it up).

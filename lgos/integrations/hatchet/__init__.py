@@ -11,6 +11,10 @@ second trigger with a claimed key (`IdempotencyCollisionError`) and names the ex
 any API instance. The key is always a string: the digest of the client's key, or a fresh uuid
 when the client sent none. Engines older than the idempotency feature silently ignore it, so
 both sides refuse them at start-up.
+
+A worker on PostgreSQL also holds LGOS's worker lease (`run_hatchet_worker`), and its SDK
+listener child stops heartbeating to the engine while the worker process is stuck (`liveness`,
+through the one private SDK name in `internals`).
 """
 
 from __future__ import annotations
