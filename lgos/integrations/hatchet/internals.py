@@ -9,6 +9,7 @@ heartbeats for (see `liveness`).
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any
 
 import hatchet_sdk.worker.worker as sdk_worker
@@ -20,7 +21,9 @@ _LISTENER = "worker_action_listener_process"
 
 def watch_worker_from_listener(shared: Any) -> bool:
     """Have every listener process started from now on watch this process; False when this
-    SDK starts its listener some other way (then nothing is changed)."""
+    SDK starts its listener some other way, or off Linux (then nothing is changed)."""
+    if sys.platform != "linux":  # the watch needs prctl and /proc
+        return False
     original = getattr(sdk_worker, _LISTENER, None)
     if not callable(original) or isinstance(original, functools.partial):
         return False
