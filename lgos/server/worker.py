@@ -19,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -29,6 +30,9 @@ from lgos.server.app import RegistryFactory, import_factory, open_registry, requ
 from lgos.server.logging import logging_config
 from lgos.server.resources import open_resources
 from lgos.server.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from lgos.integrations.postgres.liveness import WorkerLease
 
 logger = logging.getLogger("lgos.worker")
 
@@ -42,12 +46,14 @@ class WorkerSettings(BaseSettings):
 
     # A stable name per worker (DBOS executor id). Unset: host name and process id.
     ID: str | None = Field(default=None, min_length=1, max_length=200)
-    # How often a worker looks for runs whose worker died (DBOS).
+    # How often a worker looks for workers whose lease expired (dead or stuck), to take over
+    # their runs (DBOS) or free their run leases for the worker Hatchet reassigns them to.
     RECOVERY_INTERVAL_SECONDS: float = Field(default=10.0, gt=0)
     # How long running runs may finish after SIGTERM before the process exits.
     SHUTDOWN_GRACE_SECONDS: float = Field(default=20.0, ge=0)
     # How long a worker that stops making progress (dead, stopped, cut off) keeps its runs
-    # before another worker takes them over (DBOS). Longer than a database restart takes.
+    # before another worker takes them over (DBOS and Hatchet, on PostgreSQL). Longer than a
+    # database restart takes.
     LEASE_SECONDS: float = Field(default=30.0, ge=2)
     # How often a DBOS worker looks in its queue for new runs (DBOS has no queue
     # notifications: a new run waits half of this on average before a worker picks it up).
@@ -96,6 +102,8 @@ def run_worker(registry_path: str, settings: ServerSettings) -> None:
             name=worker_settings.ID or "lgos-background-worker",
             slots=settings.WORKER_SLOTS,
             webhooks=settings.webhooks(),
+            lease=_worker_lease(settings, worker_settings),
+            recovery_interval=worker_settings.RECOVERY_INTERVAL_SECONDS,
         )
         return
     if settings.BACKGROUND != "dbos":
@@ -103,6 +111,23 @@ def run_worker(registry_path: str, settings: ServerSettings) -> None:
     # Checked before the registry factory runs: DBOS keeps its queue in that database.
     uri = require_postgres(settings)
     asyncio.run(_run_dbos(uri, factory, settings, worker_settings))
+
+
+def _worker_lease(settings: ServerSettings, worker_settings: WorkerSettings) -> WorkerLease | None:
+    """This process's lease in `lgos_workers` (a worker on PostgreSQL), named in every database
+    session it opens, so a worker that takes over its runs if it gets stuck can end them."""
+    if not settings.POSTGRES_URI:
+        return None  # nothing durable to take over: a run dies with its worker
+    from lgos.integrations.postgres.liveness import WorkerLease
+
+    lease = WorkerLease(
+        settings.POSTGRES_URI,
+        worker_settings.executor_id(),
+        lease_seconds=worker_settings.LEASE_SECONDS,
+    )
+    # libpq reads PGAPPNAME: every session of this process carries the name, pools included.
+    os.environ["PGAPPNAME"] = lease.application_name
+    return lease
 
 
 async def _run_dbos(

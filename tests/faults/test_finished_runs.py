@@ -40,13 +40,11 @@ from tests.faults.cluster import Cluster
 from tests.faults.test_database_and_workers import (
     DEADLINE_SECONDS,
     START_SECONDS,
-    eventually,
     finished,
     step_seen,
     steps_text,
 )
 from tests.support.postgres import temporary_database
-from tests.support.processes import Process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -217,48 +215,24 @@ async def frozen_group_scenario(deployment: Deployment) -> None:
     frozen_pid = pids[names[0]]
     frozen = deployment.worker_with_pid(frozen_pid)
     frozen_runs = [name for name in names if pids[name] == frozen_pid]
-    others = [worker for worker in deployment.workers.values() if worker is not frozen]
     os.killpg(frozen_pid, signal.SIGSTOP)
     frozen_at = time.monotonic()
     try:
         for name in names:
             await deployment.open_gate(name)
-        if deployment.engine == "dbos":
-            # LGOS's lease: another worker ends the frozen one's sessions and continues its
-            # runs from their checkpoints while it is still frozen.
-            for name in frozen_runs:
-                done = await finished(deployment, runs[name].id)
-                assert (done.status, done.output_text) == ("completed", steps_text(name))
-        else:
-            # Hatchet's heartbeat (from the frozen SDK child) stops: the engine hands the runs
-            # to the other worker, which finds their lease held by the frozen worker's session.
-            engine_ids = {engine_run_id(runs[name].id) for name in frozen_runs}
-
-            async def reassigned() -> bool:
-                return any(
-                    record.get("message") == "background.run_retrying"
-                    and record.get("engine_run_id") in engine_ids
-                    for worker in others
-                    for record in worker.records()
-                )
-
-            await eventually(reassigned, "Hatchet to hand a frozen run to the other worker")
+        # LGOS's lease: another worker ends the frozen one's sessions (and its run leases);
+        # DBOS re-enqueues its runs, Hatchet reassigns them as the frozen listener's heartbeat
+        # stops; either way another worker continues them from their checkpoints while the
+        # frozen one is still frozen.
+        for name in frozen_runs:
+            done = await finished(deployment, runs[name].id)
+            assert (done.status, done.output_text) == ("completed", steps_text(name))
         # The fault lasts its whole length, whatever happened meanwhile (not a wait for a
-        # condition: the replacement must be left retrying for as long as in the field).
+        # condition: the frozen worker must wake long after it lost its runs, as in the field).
         await asyncio.sleep(max(0.0, FREEZE_SECONDS - (time.monotonic() - frozen_at)))
     finally:
         os.killpg(frozen_pid, signal.SIGCONT)
 
-    if deployment.engine == "hatchet":
-        # The frozen worker finished its runs when it woke, while their replacement waited
-        # for the lease. Wait for the replacement to be done with each: it finds the run
-        # finished under the lease and returns that Response (before issue 29 it took the
-        # free lease, found no checkpoint and ran every node again).
-        for name in frozen_runs:
-            await eventually(
-                lambda name=name: replacement_done(deployment, others, runs[name].id, name),
-                f"the replacement of {name} to find it finished, or to run it again",
-            )
     for name in names:
         done = await finished(deployment, runs[name].id)
         steps = await deployment.steps(name)
@@ -275,29 +249,12 @@ async def frozen_group_scenario(deployment: Deployment) -> None:
         # One result, the same on every read.
         again = await deployment.client(0).responses.retrieve(runs[name].id)
         assert (again.status, again.output_text) == (done.status, done.output_text)
-    if deployment.engine == "dbos":
-        # Woken, it learns its lease is gone and exits before writing anything.
-        status = await asyncio.to_thread(frozen.process.wait, DEADLINE_SECONDS)
-        assert status == 75, frozen.output()
-        for name in frozen_runs:
-            steps = await deployment.steps(name)
-            after_freeze = {
-                pid for step, event, pid in steps if event == "finished" and step != "step_1"
-            }
-            assert frozen_pid not in after_freeze, steps
-
-
-async def replacement_done(
-    deployment: Deployment, others: list[Process], response_id: str, name: str
-) -> bool:
-    """The replacement found the run finished, or ran its first node a second time."""
-    run = engine_run_id(response_id)
-    if any(
-        record.get("message") == "background.already_finished"
-        and record.get("engine_run_id") == run
-        for worker in others
-        for record in worker.records()
-    ):
-        return True
-    steps = await deployment.steps(name)
-    return [step for step, event, _ in steps if event == "started"].count("step_1") > 1
+    # Woken, it learns its lease is gone and exits before writing anything.
+    status = await asyncio.to_thread(frozen.process.wait, DEADLINE_SECONDS)
+    assert status == 75, frozen.output()
+    for name in frozen_runs:
+        steps = await deployment.steps(name)
+        after_freeze = {
+            pid for step, event, pid in steps if event == "finished" and step != "step_1"
+        }
+        assert frozen_pid not in after_freeze, steps

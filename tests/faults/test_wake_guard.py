@@ -20,7 +20,7 @@ from lgos.integrations.dbos import LEASE_LOST_EXIT_STATUS
 
 CHILD = """
 import os, signal, sys, threading
-from lgos.integrations.dbos.wake_guard import WakeGuard
+from lgos.integrations.postgres.wake_guard import WakeGuard
 
 guard = WakeGuard(lambda: {lost})
 # Idle threads, like a worker's pools: the kernel must not hand them the SIGCONT, or the main

@@ -28,12 +28,11 @@ live worker look dead: the lease outlives a restart of a few seconds, and heartb
 Modules, one idea each: `names` (what LGOS calls its workflow, queue and application),
 `runs` (a workflow read as a `BackgroundRun`), `schema` (migrations and the connection URL),
 `backend` (the API side), `workflow` (the workflow and step a worker runs), `worker` (the
-worker process: launch, lease, recovery, retention), `lease` (fencing a worker that lost its
-lease) and `wake_guard` (exiting on wake from a long stop).
+worker process: launch, recovery, retention). The lease, its heartbeat, the fencing and
+`WakeGuard` are every engine's: `lgos.integrations.postgres.liveness` and `.wake_guard`.
 """
 
 from lgos.integrations.dbos.backend import DBOSBackgroundBackend, open_dbos_client
-from lgos.integrations.dbos.lease import LEASE_LOST_EXIT_STATUS, WORKER_APPLICATION_PREFIX
 from lgos.integrations.dbos.names import (
     APPLICATION_NAME,
     APPLICATION_VERSION,
@@ -44,6 +43,7 @@ from lgos.integrations.dbos.names import (
 from lgos.integrations.dbos.runs import engine_run_id, to_run
 from lgos.integrations.dbos.schema import migrate, sqlalchemy_url
 from lgos.integrations.dbos.worker import DBOSWorker
+from lgos.integrations.postgres.liveness import LEASE_LOST_EXIT_STATUS, WORKER_APPLICATION_PREFIX
 
 __all__ = [
     "APPLICATION_NAME",

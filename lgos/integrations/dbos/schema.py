@@ -9,15 +9,9 @@ from psycopg import AsyncConnection
 from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy.engine import URL
 
+from lgos.integrations.postgres.liveness import WORKERS_TABLE
 from lgos.integrations.postgres.locks import advisory_unlock, wait_for_advisory_lock
 
-_WORKERS_TABLE = """
-CREATE TABLE IF NOT EXISTS lgos_workers (
-    executor_id text PRIMARY KEY,
-    incarnation text NOT NULL,
-    expires_at timestamptz NOT NULL
-)
-"""
 _MIGRATION_LOCK = "lgos.dbos.migrations"
 _MIGRATION_LOCK_TIMEOUT_SECONDS = 600.0
 
@@ -48,6 +42,6 @@ async def migrate(uri: str) -> None:
         )
         try:
             await asyncio.to_thread(DBOS.migrate, sqlalchemy_url(uri))
-            await conn.execute(_WORKERS_TABLE)
+            await conn.execute(WORKERS_TABLE)
         finally:
             await advisory_unlock(conn, _MIGRATION_LOCK)

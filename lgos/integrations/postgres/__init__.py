@@ -15,7 +15,9 @@ Modules, one idea each: `pool` (the connection pool and its checkout check), `ou
 database outage watched once per process: the probe that refills the pool, bounded logging),
 `locks` (session advisory locks), `migrations` (LangGraph's schema and LGOS's), `coordinator` (run
 leases and the pause index), `events` (the streamed Responses' event log), `stored` (stored
-Responses and Conversations) and `resources` (`open_postgres`, which opens them together).
+Responses and Conversations), `resources` (`open_postgres`, which opens them together), and for
+`lgos worker` on any engine `liveness` (a worker's lease, heartbeat and fencing) and
+`wake_guard` (exiting on wake from a stop that may have cost the lease).
 """
 
 from lgos.integrations.postgres.coordinator import PostgresRunCoordinator, RunCapacityError

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lgos.integrations.dbos.lease import lease_lost
+from lgos.integrations.postgres.liveness import lease_lost
 
 
 class WakeGuard:

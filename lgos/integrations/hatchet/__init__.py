@@ -11,6 +11,10 @@ second trigger with a claimed key (`IdempotencyCollisionError`) and names the ex
 any API instance. The key is always a string: the digest of the client's key, or a fresh uuid
 when the client sent none. Engines older than the idempotency feature silently ignore it, so
 both sides refuse them at start-up.
+
+A worker on PostgreSQL also holds LGOS's worker lease (`run_hatchet_worker`), and its SDK
+listener child stops heartbeating to the engine while the worker process is stuck (`liveness`,
+through the one private SDK name in `internals`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import grpc  # type: ignore[import-untyped]  # the SDK's dependency; no stubs
 from hatchet_sdk import (
@@ -43,7 +47,10 @@ from lgos.background.executor import JobExecutor
 from lgos.core.background import BackgroundJob, BackgroundRun, ResponseEventLog, engine_statuses
 from lgos.core.errors import ConfigurationError, EngineUnavailableError
 from lgos.core.webhooks import WebhookSettings
-from lgos.integrations.hatchet_webhooks import WebhookTrigger, webhook_trigger
+from lgos.integrations.hatchet.webhooks import WebhookTrigger, webhook_trigger
+
+if TYPE_CHECKING:  # psycopg is lgos[postgres]'s: an API on Hatchet alone does without it
+    from lgos.integrations.postgres.liveness import WorkerLease
 
 __all__ = [
     "MIN_ENGINE_VERSION",
@@ -369,30 +376,90 @@ def run_hatchet_worker(
     name: str,
     slots: int,
     webhooks: WebhookSettings | None = None,
+    lease: WorkerLease | None = None,
+    recovery_interval: float = 10.0,
 ) -> None:
     """`lgos worker` on Hatchet. Blocks; Hatchet's worker handles SIGTERM itself.
 
     Hatchet's worker owns its event loop (it refuses to start inside a running one), so the
     executor is opened in the worker's lifespan, on that loop.
+
+    With `lease` (a worker on PostgreSQL), the worker has LGOS's liveness, as on DBOS: it
+    holds its lease in `lgos_workers` from a heartbeat thread, exits on waking from a stop that
+    may have cost it the lease (`WakeGuard`, started before any other thread), fences workers
+    whose lease expired every `recovery_interval`, and stops looking alive to the engine
+    while its own process is stuck (`liveness`).
     """
-    hatchet = connect()
-    version = asyncio.run(check_engine_version(hatchet))
+    guard = _hold_lease(lease) if lease is not None else None
+    try:
+        hatchet = connect()
+        version = asyncio.run(check_engine_version(hatchet))
 
-    async def lifespan() -> AsyncGenerator[JobExecutor, None]:
-        # Hatchet runs this after registering the task with the engine and before it takes
-        # runs: from here on, triggers find a worker that declared the task.
-        async with open_executor() as executor:
-            logger.info(
-                "worker.started",
-                extra={"worker_id": name, "engine": "hatchet", "engine_version": version},
+        async def lifespan() -> AsyncGenerator[JobExecutor, None]:
+            # Hatchet runs this after registering the task with the engine and before it
+            # takes runs: from here on, triggers find a worker that declared the task.
+            reaper = (
+                asyncio.create_task(_reap(lease, recovery_interval)) if lease is not None else None
             )
-            yield executor
-        logger.info("worker.stopped", extra={"worker_id": name})
+            try:
+                async with open_executor() as executor:
+                    logger.info(
+                        "worker.started",
+                        extra={"worker_id": name, "engine": "hatchet", "engine_version": version},
+                    )
+                    yield executor
+            finally:
+                if reaper is not None:
+                    reaper.cancel()
+            logger.info("worker.stopped", extra={"worker_id": name})
 
-    trigger = webhook_trigger(hatchet, webhooks)
-    # The delivery task is declared with the run task (triggered after a run), when enabled.
-    workflows: list[Any] = [create_hatchet_task(hatchet, webhooks=trigger)]
-    if trigger is not None:
-        workflows.append(trigger.task)
-    worker = hatchet.worker(name, slots=slots, workflows=workflows, lifespan=lifespan)
-    worker.start()
+        trigger = webhook_trigger(hatchet, webhooks)
+        # The delivery task is declared with the run task (triggered after a run), when enabled.
+        workflows: list[Any] = [create_hatchet_task(hatchet, webhooks=trigger)]
+        if trigger is not None:
+            workflows.append(trigger.task)
+        worker = hatchet.worker(name, slots=slots, workflows=workflows, lifespan=lifespan)
+        worker.start()
+    finally:
+        if guard is not None:
+            guard()
+
+
+def _hold_lease(lease: WorkerLease) -> Callable[[], None]:
+    """Claim the lease, start the guard, the heartbeat and the listener's watch; return what
+    undoes them."""
+    from lgos.integrations.hatchet.internals import watch_worker_from_listener
+    from lgos.integrations.hatchet.liveness import Pulse
+    from lgos.integrations.postgres.wake_guard import WakeGuard
+
+    async def claim() -> None:
+        await lease.create_table()
+        await lease.claim()
+
+    asyncio.run(claim())
+    guard = WakeGuard(lease.may_be_lost, lease.executor_id)
+    lease.start_heartbeat()
+    pulse = Pulse(lease.may_be_lost)
+    if watch_worker_from_listener(pulse.shared):
+        pulse.start()
+    else:
+        logger.warning("worker.listener_watch_unavailable")
+
+    def release() -> None:
+        guard.stop()
+        pulse.stop()
+        lease.stop_heartbeat()
+        asyncio.run(lease.release())
+
+    return release
+
+
+async def _reap(lease: WorkerLease, interval: float) -> None:
+    """Fence the workers whose lease expired: their run leases go with their sessions, so the
+    worker Hatchet reassigns their runs to can take them."""
+    while True:
+        try:
+            await lease.fence_expired()
+        except Exception:
+            logger.exception("worker.chore_failed", extra={"chore": "fence_expired"})
+        await asyncio.sleep(interval)
