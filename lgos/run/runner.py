@@ -62,7 +62,9 @@ def runnable_config(
 ) -> RunnableConfig:
     # LangGraph's config payloads (`configurable`, `metadata`), values of any type.
     configurable: dict[str, Any] = {REQUEST_CONFIG_KEY: request}
-    metadata: dict[str, Any] = {"lgos.model": request.model}
+    # Metadata is merged into every child run's configuration (and every callback manager's),
+    # so the run carries only what something reads; tracers see the model in the run's name.
+    metadata: dict[str, Any] = {}
     if checkpointing is not None:
         configurable["thread_id"] = checkpointing.thread_id
         metadata["lgos.run_id"] = checkpointing.run_id
@@ -74,10 +76,11 @@ def runnable_config(
         metadata["langfuse_session_id"] = request.conversation_id
     run_config = RunnableConfig(
         configurable=configurable,
-        metadata=metadata,
         recursion_limit=config.recursion_limit,
-        run_name="lgos.graph_run",
+        run_name=f"invoke_workflow {request.model}",  # as the OpenTelemetry span is named
     )
+    if metadata:
+        run_config["metadata"] = metadata
     callbacks = run_callbacks(request)  # tracing integrations (Langfuse), when enabled
     if usage is not None:
         callbacks = [*callbacks, usage]
