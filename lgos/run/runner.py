@@ -32,7 +32,7 @@ from lgos.core.run_events import (
     reasoning_of,
 )
 from lgos.core.structured_output import check_answer
-from lgos.run.nodes import REQUEST_CONFIG_KEY, STATUS_EVENT_TYPE
+from lgos.run.nodes import STATUS_EVENT_TYPE, serving
 from lgos.run.telemetry import Workflow, run_callbacks
 from lgos.run.usage import UsageCollector
 
@@ -60,24 +60,27 @@ def runnable_config(
     checkpointing: Checkpointing | None,
     usage: UsageCollector | None = None,
 ) -> RunnableConfig:
-    # LangGraph's config payloads (`configurable`, `metadata`), values of any type.
-    configurable: dict[str, Any] = {REQUEST_CONFIG_KEY: request}
-    metadata: dict[str, Any] = {"lgos.model": request.model}
+    # Every key here is copied or merged into each child run's configuration (and metadata
+    # into every callback manager), so the run carries only what something reads: the
+    # request reaches nodes through `nodes.serving`, and tracers see the model in the run's
+    # name. LangGraph's config payloads (`configurable`, `metadata`) hold values of any type.
+    run_config = RunnableConfig(
+        recursion_limit=config.recursion_limit,
+        run_name=f"invoke_workflow {request.model}",  # as the OpenTelemetry span is named
+    )
+    metadata: dict[str, Any] = {}
     if checkpointing is not None:
-        configurable["thread_id"] = checkpointing.thread_id
+        configurable: dict[str, Any] = {"thread_id": checkpointing.thread_id}
         metadata["lgos.run_id"] = checkpointing.run_id
         if checkpointing.checkpoint_id is not None:
             configurable["checkpoint_id"] = checkpointing.checkpoint_id
         if checkpointing.turn_id is not None:
             metadata["lgos.turn"] = checkpointing.turn_id
+        run_config["configurable"] = configurable
     if request.conversation_id:
         metadata["langfuse_session_id"] = request.conversation_id
-    run_config = RunnableConfig(
-        configurable=configurable,
-        metadata=metadata,
-        recursion_limit=config.recursion_limit,
-        run_name="lgos.graph_run",
-    )
+    if metadata:
+        run_config["metadata"] = metadata
     callbacks = run_callbacks(request)  # tracing integrations (Langfuse), when enabled
     if usage is not None:
         callbacks = [*callbacks, usage]
@@ -123,11 +126,13 @@ async def run_graph(
     try:
         while True:
             token = workflow.attach()
+            served = serving.set(request)
             try:
                 part: Any = await anext(stream)
             except StopAsyncIteration:
                 break
             finally:
+                serving.reset(served)
                 workflow.detach(token)
             kind = part["type"]
             if kind == "messages":
