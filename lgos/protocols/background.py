@@ -14,23 +14,30 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from lgos.core.errors import SERVER_ERROR_MESSAGE
 from lgos.core.registry import GraphConfig, GraphFeature
 from lgos.core.request import GraphRequest
 from lgos.service.background import BackgroundResponses
 from lgos.wire import responses_decoder
+from lgos.wire.interrupts import INTERRUPT_FUNCTION
 from lgos.wire.responses_decoder import DecodedResponsesRequest
 
 SETTINGS_KEY = "lgos_settings"
 
 
-def can_run_as_task(config: GraphConfig, background: BackgroundResponses | None) -> bool:
-    """A graph that may run in the background, on a server with an engine. Not one that pauses
-    for review: its answer would need a second Response under the same task."""
+def can_run_in_background(config: GraphConfig, background: BackgroundResponses | None) -> bool:
+    """A graph that may run in the background, on a server with an engine."""
     return (
         background is not None
         and background.backend is not None
         and config.supports(GraphFeature.BACKGROUND)
-        and not config.supports(GraphFeature.INTERRUPTS)
+    )
+
+
+def can_run_as_task(config: GraphConfig, background: BackgroundResponses | None) -> bool:
+    """A background graph that never pauses for review (MCP tasks do not answer pauses yet)."""
+    return can_run_in_background(config, background) and not config.supports(
+        GraphFeature.INTERRUPTS
     )
 
 
@@ -60,6 +67,49 @@ def background_request(
             }
         }
     return responses_decoder.decode(body)
+
+
+def answer_request(
+    model: str,
+    paused_id: str,
+    answers: Mapping[str, str],
+    metadata: Mapping[str, str],
+    *,
+    stream: bool,
+) -> DecodedResponsesRequest:
+    """The background Responses request that answers the pause of Response `paused_id`
+    (review id → answer), as an OpenAI client would: `previous_response_id` and one
+    `function_call_output` per question. The worker checks the answers against the pause."""
+    body: dict[str, JsonValue] = {
+        "model": model,
+        "previous_response_id": paused_id,
+        "input": [
+            {"type": "function_call_output", "call_id": call_id, "output": output}
+            for call_id, output in answers.items()
+        ],
+        "background": True,
+        "metadata": dict(metadata),
+    }
+    if stream:
+        body["stream"] = True
+    return responses_decoder.decode(body)
+
+
+def interrupt_calls(response: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A paused Response's questions: (call id, arguments JSON) of each `lgos_interrupt` call."""
+    return [
+        (str(item["call_id"]), str(item.get("arguments") or "null"))
+        for item in response.get("output") or ()
+        if item.get("type") == "function_call" and item.get("name") == INTERRUPT_FUNCTION
+    ]
+
+
+def refused(response: Mapping[str, Any]) -> bool:
+    """A failed Response whose request was refused (an answer the graph or the question did
+    not take, say: the worker fails it with the refusal's own message), not a run that broke
+    (the generic server error)."""
+    message = failure_message(response)
+    return response.get("status") == "failed" and message not in (None, SERVER_ERROR_MESSAGE)
 
 
 def answer_text(response: Mapping[str, Any]) -> str:
