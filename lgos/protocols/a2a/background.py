@@ -59,7 +59,7 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
-from lgos.core.background import TERMINAL_EVENTS, ResponseEventLog
+from lgos.core.background import TERMINAL_EVENTS
 from lgos.core.errors import LgosError, NotFoundError
 from lgos.core.registry import GraphConfig
 from lgos.protocols.a2a.executor import (
@@ -76,6 +76,8 @@ from lgos.protocols.a2a.reviews import (
 )
 from lgos.protocols.background import (
     SETTINGS_KEY,
+    ChainView,
+    TaskChain,
     answer_request,
     answer_text,
     background_request,
@@ -117,33 +119,14 @@ def runs_in_background(config: GraphConfig, background: BackgroundResponses | No
     )
 
 
-def chain_key(task_id: str) -> str:
-    """The log key of a task's chain: not a run id of any engine, so never a Response's."""
-    parsed = ids.parse_run_response_id(task_id)
-    assert parsed is not None
-    return f"a2a-task-{parsed.nonce}"
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    """One entry of a task's chain: an answer's Response and the paused Response it answers
-    (or, `cancelled`, the task cancelled while it waited for an answer)."""
-
-    response_id: str = ""
-    answers: str = ""
-    cancelled: bool = False
-
-
 @dataclass(slots=True)
 class TaskView:
-    """A task as its chain and its Responses show it now."""
+    """A task as A2A shows it, and the chain it was read from."""
 
     task: Task
-    links: list[Link]
-    latest: Mapping[str, Any]
-    # The questions waiting for an answer, and the Response that asked them.
+    chain: ChainView
+    # The questions waiting for an answer (none when the task does not wait).
     questions: list[Question] = field(default_factory=list)
-    paused_id: str | None = None
 
 
 class BackgroundAgent(DefaultRequestHandler):
@@ -157,8 +140,7 @@ class BackgroundAgent(DefaultRequestHandler):
         self.model = model
         self.config = config
         self.background = background
-        assert background.events is not None
-        self.log: ResponseEventLog = background.events
+        self.chain = TaskChain(background)
 
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -216,7 +198,8 @@ class BackgroundAgent(DefaultRequestHandler):
         Response in the background."""
         view = await self._view(reply.task_id, context)
         task = view.task
-        if view.paused_id is None:
+        paused = view.chain.paused
+        if paused is None:
             state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_").lower()
             raise InvalidParamsError(
                 message=f"Task {task.id} is not waiting for input (it is {state})."
@@ -231,7 +214,7 @@ class BackgroundAgent(DefaultRequestHandler):
             stream = await self.background.create_stream(
                 answer_request(
                     self.model,
-                    view.paused_id,
+                    str(paused["id"]),
                     answers,
                     self._answer_metadata(task.context_id, reply, view),
                     stream=True,
@@ -243,7 +226,7 @@ class BackgroundAgent(DefaultRequestHandler):
             raise InvalidParamsError(message=error.message) from None
         async with aclosing(stream):
             answer_id = await _first_id(stream)
-            if not await self._join(task.id, len(view.links), answer_id, view.paused_id):
+            if not await self.chain.join(task.id, view.chain, answer_id):
                 raise InvalidParamsError(
                     message=f"Task {task.id}'s question was answered by another message."
                 )
@@ -262,62 +245,29 @@ class BackgroundAgent(DefaultRequestHandler):
             if settings is not None:
                 metadata[SETTINGS_KEY] = settings.model_dump_json()
             return metadata
-        kept = (view.latest.get("metadata") or {}).get(SETTINGS_KEY)
+        kept = (view.chain.latest.get("metadata") or {}).get(SETTINGS_KEY)
         if kept is not None:
             metadata[SETTINGS_KEY] = str(kept)
         return metadata
 
-    async def _join(self, task_id: str, index: int, response_id: str, paused_id: str) -> bool:
-        """Write the answer's Response as the chain's entry `index`; False when another
-        answer's Response took that place first."""
-        key = chain_key(task_id)
-        entry = {"sequence_number": index, "response_id": response_id, "answers": paused_id}
-        await self.log.append(key, [entry])
-        written = await self.log.read(key, index - 1)
-        return bool(written) and written[0].get("response_id") == response_id
-
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
         return (await self._view(params.id, context)).task
 
-    async def _links(self, task_id: str) -> list[Link]:
-        return [
-            Link(
-                response_id=str(entry.get("response_id") or ""),
-                answers=str(entry.get("answers") or ""),
-                cancelled=bool(entry.get("cancelled")),
-            )
-            for entry in await self.log.read(chain_key(task_id), -1)
-        ]
-
     async def _view(self, task_id: str, context: ServerCallContext) -> TaskView:
-        scope = _scope(context)
         try:
-            first = await self.background.retrieve(task_id, owner_scope=scope)
+            chain = await self.chain.view(task_id, _scope(context))
         except NotFoundError:
             raise TaskNotFoundError from None
-        links = await self._links(task_id)
-        context_id = str((first.get("metadata") or {}).get(CONTEXT_KEY) or "")
-        answering = [link for link in links if not link.cancelled]
-        latest: Mapping[str, Any] = first
-        if answering:
-            latest = await self.background.retrieve(answering[-1].response_id, owner_scope=scope)
-        task = task_of(latest, task_id=task_id, context_id=context_id)
-        view = TaskView(task=task, links=links, latest=latest)
-        if links and links[-1].cancelled:
-            task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_CANCELED))
-            return view
-        note: str | None = None
-        paused: Mapping[str, Any] = latest
-        if answering and refused(latest):
-            # The worker refused the answer; the question it answered is still pending.
-            note = failure_message(latest)
-            paused = await self.background.retrieve(answering[-1].answers, owner_scope=scope)
-        view.questions = questions_of(paused)
-        if view.questions and (note is not None or latest.get("status") == "completed"):
-            view.paused_id = str(paused["id"])
-            task.status.CopyFrom(
-                TaskEvents(context_id, None, task_id=task_id).asking(view.questions, note).status
+        context_id = str((chain.first.get("metadata") or {}).get(CONTEXT_KEY) or "")
+        view = TaskView(task_of(chain.latest, task_id=task_id, context_id=context_id), chain)
+        if chain.cancelled:
+            view.task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_CANCELED))
+        elif chain.paused is not None:
+            view.questions = questions_of(chain.paused)
+            asking = TaskEvents(context_id, None, task_id=task_id).asking(
+                view.questions, chain.note
             )
+            view.task.status.CopyFrom(asking.status)
         return view
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
@@ -325,13 +275,10 @@ class BackgroundAgent(DefaultRequestHandler):
         state = view.task.status.state
         if state in ENDED:
             raise TaskNotCancelableError
-        if view.paused_id is not None:
-            # Nothing runs while the task waits: the chain records the end (the paused
-            # checkpoint expires as an unanswered OpenAI pause does).
-            entry = {"sequence_number": len(view.links), "cancelled": True}
-            await self.log.append(chain_key(params.id), [entry])
+        if view.chain.paused is not None:
+            await self.chain.cancel_waiting(params.id, view.chain)
         else:
-            await self.background.cancel(str(view.latest["id"]), owner_scope=_scope(context))
+            await self.background.cancel(str(view.chain.latest["id"]), owner_scope=_scope(context))
         return (await self._view(params.id, context)).task
 
     async def on_subscribe_to_task(
@@ -341,21 +288,16 @@ class BackgroundAgent(DefaultRequestHandler):
         task = view.task
         if task.status.state in ENDED:
             raise UnsupportedOperationError(message=f"Task {params.id} has ended.")
-        if view.paused_id is not None:
+        if view.chain.paused is not None:
             yield task  # waiting for an answer: nothing runs to follow
             return
-        latest_id = str(view.latest["id"])
+        latest_id = str(view.chain.latest["id"])
         parsed = ids.parse_run_response_id(latest_id)
         assert parsed is not None
-        asked = None
-        if latest_id != params.id:
-            answering = [link for link in view.links if not link.cancelled]
-            paused = await self.background.retrieve(
-                answering[-1].answers, owner_scope=_scope(context)
-            )
-            asked = questions_of(paused)
+        answered = view.chain.answered
+        asked = questions_of(answered) if answered is not None else None
         # The task as the log holds it so far, then the log from there on.
-        held = await self.log.read(parsed.nonce, -1)
+        held = await self.chain.log.read(parsed.nonce, -1)
         mapping = TaskEvents(task.context_id, None, task_id=params.id, asked=asked)
         for event in held:
             mapping.absorb(event)

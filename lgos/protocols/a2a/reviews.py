@@ -13,7 +13,6 @@ each review id to its answer.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,8 +24,8 @@ from google.protobuf.struct_pb2 import Value
 
 from lgos.core.json_schema import JsonSchema
 from lgos.core.run_events import PendingInterrupt
-from lgos.protocols.questions import question_text
-from lgos.wire.interrupts import RESPONSE_SCHEMA_KEY, interrupt_call_id, parse_interrupt_call_id
+from lgos.protocols.questions import pending_of_call, question_text
+from lgos.wire.interrupts import interrupt_call_id
 
 REVIEWS = "reviews"
 # Keys of a question that steer how it is asked, not what it says.
@@ -95,21 +94,8 @@ def question_for(run_id: str, pending: PendingInterrupt) -> Question:
 
 
 def question_of_call(call_id: str, arguments: str) -> Question:
-    """A paused background Response's `lgos_interrupt` call as its question (the call's
-    arguments are the `interrupt()` value, its answer schema under a reserved key)."""
-    value = json.loads(arguments)
-    schema = None
-    if isinstance(value, dict) and RESPONSE_SCHEMA_KEY in value:
-        schema = value.pop(RESPONSE_SCHEMA_KEY)
-        if value.keys() == {"value"}:  # a value that was not an object, wrapped to carry it
-            value = value["value"]
-    parsed = parse_interrupt_call_id(call_id)
-    run_id, interrupt_id = parsed if parsed is not None else ("", call_id)
-    pending = PendingInterrupt(
-        id=interrupt_id, value=value, response_schema=schema if isinstance(schema, dict) else None
-    )
-    question = question_for(run_id, pending)
-    return question if parsed is not None else dataclasses.replace(question, review_id=call_id)
+    """A paused background Response's `lgos_interrupt` call as its question."""
+    return question_for(*pending_of_call(call_id, arguments))
 
 
 def asking_parts(questions: list[Question], note: str | None) -> list[Part]:
