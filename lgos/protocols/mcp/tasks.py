@@ -98,15 +98,17 @@ class TaskFields(types.Result):
     poll_interval_ms: int | None = POLL_INTERVAL_MS
 
     @classmethod
-    def of(cls, response: Mapping[str, Any], task_id: str | None = None) -> Self:
-        """The task of a Response (`task_id`: of its chain's first, when it is a later one)."""
+    def of(cls, response: Mapping[str, Any], first: Mapping[str, Any] | None = None) -> Self:
+        """The task of a Response (`first`: its chain's first, when it is a later one: the
+        task's id and creation time are the first's)."""
         status = response["status"]
         updated = response.get("completed_at") or response["created_at"]
+        first = first or response
         return cls(
-            task_id=task_id or response["id"],
+            task_id=first["id"],
             status=STATUSES.get(status, "completed"),
             status_message=STATUS_MESSAGES.get(status) or failure_message(response),
-            created_at=_iso(response["created_at"]),
+            created_at=_iso(first["created_at"]),
             last_updated_at=_iso(updated),
         )
 
@@ -170,7 +172,7 @@ class McpTasks:
 
     async def get(self, ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, JsonValue]:
         view = await self._view(ctx, params.task_id)
-        task = DetailedTask.of(view.latest, params.task_id)
+        task = DetailedTask.of(view.latest, view.first)
         paused = view.paused
         if view.cancelled:
             task.status, task.status_message = "cancelled", None
