@@ -7,6 +7,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from lgos.core.run_events import PendingInterrupt
+from lgos.wire.interrupts import RESPONSE_SCHEMA_KEY, parse_interrupt_call_id
+
 # Keys of an `interrupt()` value that steer how LGOS asks (choices, free answers), not details
 # to show the person.
 STEERING_KEYS = frozenset({"question", "choices", "allow_other", "kind", "always"})
@@ -23,3 +26,19 @@ def question_text(value: Any) -> str:
         if key not in STEERING_KEYS:
             lines.append(f"{key}: {detail if isinstance(detail, str) else json.dumps(detail)}")
     return "\n".join(lines)
+
+
+def pending_of_call(call_id: str, arguments: str) -> tuple[str, PendingInterrupt]:
+    """A paused background Response's `lgos_interrupt` call as (run id, the pending question):
+    the call's arguments are the `interrupt()` value, its answer schema under a reserved key."""
+    value = json.loads(arguments)
+    schema = None
+    if isinstance(value, dict) and RESPONSE_SCHEMA_KEY in value:
+        schema = value.pop(RESPONSE_SCHEMA_KEY)
+        if value.keys() == {"value"}:  # a value that was not an object, wrapped to carry it
+            value = value["value"]
+    parsed = parse_interrupt_call_id(call_id)
+    assert parsed is not None, "an lgos_interrupt call id names its run"
+    run_id, interrupt_id = parsed
+    answer_schema = schema if isinstance(schema, dict) else None
+    return run_id, PendingInterrupt(id=interrupt_id, value=value, response_schema=answer_schema)

@@ -134,6 +134,15 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
                 features=frozenset({BACKGROUND}),
                 background_by_default=True,
             ),
+            # A graph that pauses, for the same clients: the pause and its answer are Responses
+            # of the engine too.
+            "long-review": GraphConfig(
+                graph=background_interrupt_graph(checkpointer),
+                description="background-interrupt, in the background by default.",
+                features=frozenset({BACKGROUND, GraphFeature.INTERRUPTS}),
+                client_settings=DelaySettings,
+                background_by_default=True,
+            ),
             "failing": GraphConfig(
                 graph=failing_graph(),
                 description="Always raises.",

@@ -23,8 +23,11 @@ from a2a.types.a2a_pb2 import (
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
+    Task,
     TaskState,
 )
+from a2a.utils.errors import A2AError
+from google.protobuf.struct_pb2 import Struct
 
 from tests.background.conftest import Deployment, spawn
 from tests.background.test_conformance import step_seen, topic
@@ -143,3 +146,96 @@ async def test_a_task_outlives_the_api_that_created_it(workers: Deployment) -> N
     assert snapshot.task.status.state == TaskState.TASK_STATE_WORKING
     assert chunks(after) == f"Steps done for {name}: step_1, step_2, step_3"
     assert after[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+def reply(text: str, task: Task, settings: dict[str, object] | None = None) -> SendMessageRequest:
+    sent = message(text)
+    sent.message.task_id, sent.message.context_id = task.id, task.context_id
+    if settings is not None:
+        metadata = Struct()
+        metadata.update({"lgos_settings": settings})
+        sent.message.metadata.CopyFrom(metadata)
+    return sent
+
+
+def started(text: str) -> SendMessageRequest:
+    sent = message(text)
+    metadata = Struct()
+    metadata.update({"lgos_settings": {"delay_seconds": 0}})
+    sent.message.metadata.CopyFrom(metadata)
+    return sent
+
+
+async def sent(client: Client, request: SendMessageRequest) -> Task:
+    """The task once the message's stream ends (the task ended, or it waits for input)."""
+    task_id = request.message.task_id
+    async for event in client.send_message(request):
+        task_id = task_id or event.task.id
+    return await client.get_task(GetTaskRequest(id=task_id))
+
+
+def asked(task: Task) -> str:
+    return task.status.message.parts[0].text
+
+
+async def test_a_paused_task_is_answered_after_a_restart_and_refusals_ask_again(
+    workers: Deployment,
+) -> None:
+    """long-review pauses on the engine: the task is input-required with the question; the API
+    that created it is restarted; the other API and the new one answer for the task; a refused
+    answer asks again, saying why; 'approve' resumes the same checkpoint to the report."""
+    async with agent(workers, 0, "long-review") as first:
+        events = [event async for event in first.send_message(started("Quarterly risks"))]
+    task_id = events[0].task.id
+    assert task_id.startswith("resp_")
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    question = events[-1].status_update.status.message.parts[0].text
+    assert "Background report for: Quarterly risks" in question
+    workers.apis[0].stop()
+    workers.apis[0] = spawn("serve", workers.env, "--port", "0")
+    async with agent(workers, 1, "long-review") as other:
+        waiting = await other.get_task(GetTaskRequest(id=task_id))
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert asked(waiting) == question
+        refused = await sent(other, reply("perhaps", waiting))
+    assert refused.id == task_id
+    assert refused.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert asked(refused).startswith("Answer 'approve' or 'reject', not 'perhaps'.")
+    assert asked(refused).endswith(question)
+    workers.apis[0].wait_until_serving(timeout=START_TIMEOUT)
+    async with agent(workers, 0, "long-review") as restarted:
+        streamed = [event async for event in restarted.send_message(reply("approve", refused))]
+        done = await restarted.get_task(GetTaskRequest(id=task_id))
+        with pytest.raises(A2AError) as late:
+            await sent(restarted, reply("approve", done))
+    answer = "Background report for: Quarterly risks"
+    assert {
+        event.status_update.task_id for event in streamed if event.HasField("status_update")
+    } == {task_id}
+    assert streamed[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert done.artifacts[0].parts[0].text == answer
+    assert "not waiting for input (it is completed)" in str(late.value)
+
+
+async def test_a_paused_task_resubscribed_or_cancelled(workers: Deployment) -> None:
+    """Resubscribing to a task that waits gives the task with its question (nothing runs);
+    cancelling it ends it, and an answer after that is refused."""
+    async with agent(workers, 0, "long-review") as client:
+        waiting = await sent(client, started("Cancelled risks"))
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        resubscribed = [
+            event async for event in client.subscribe(SubscribeToTaskRequest(id=waiting.id))
+        ]
+        cancelled = await client.cancel_task(CancelTaskRequest(id=waiting.id))
+    async with agent(workers, 1, "long-review") as other:
+        fetched = await other.get_task(GetTaskRequest(id=waiting.id))
+        with pytest.raises(A2AError) as late:
+            await sent(other, reply("approve", waiting))
+    assert [event.task.status.state for event in resubscribed] == [
+        TaskState.TASK_STATE_INPUT_REQUIRED
+    ]
+    assert asked(resubscribed[0].task) == asked(waiting)
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert fetched.status.state == TaskState.TASK_STATE_CANCELED
+    assert "not waiting for input (it is canceled)" in str(late.value)

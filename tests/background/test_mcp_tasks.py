@@ -17,11 +17,19 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from demo.registry import EVERYTHING_ANSWER
 from tests.background.conftest import Deployment, spawn
 from tests.background.test_conformance import step_seen, topic
-from tests.support.mcp_tasks import TaskHandle, Tasks, TaskState, cancel_task, get_task
+from tests.support.mcp_tasks import (
+    TaskHandle,
+    Tasks,
+    TaskState,
+    cancel_task,
+    get_task,
+    update_task,
+)
 from tests.support.processes import START_TIMEOUT
 
 pytestmark = [
@@ -139,3 +147,66 @@ async def test_a_task_mid_run_survives_a_restart_and_cancels_on_the_other_api(
     assert working.status == "working"
     assert cancelled.result is None
     await step_seen(workers, name, "step_2", "cancelled")
+
+
+async def test_a_paused_task_asks_in_input_requests_and_resumes_after_a_restart(
+    workers: Deployment,
+) -> None:
+    """background-interrupt pauses on the engine: the task is input_required with the review as
+    a form; the API that created it is restarted; a form filled outside the question is a
+    protocol error and the task keeps waiting; 'approve' resumes the same checkpoint."""
+    arguments = {"input": "Quarterly risks", "settings": {"delay_seconds": 0}}
+    async with mcp(workers, 0) as client:
+        handle = await start(client, "background-interrupt", arguments)
+        waiting = await until(client, handle.task_id, "input_required")
+    workers.apis[0].stop()
+    workers.apis[0] = spawn("serve", workers.env, "--port", "0")
+    assert waiting.input_requests is not None
+    ((key, form),) = waiting.input_requests.items()
+    assert isinstance(form.params, types.ElicitRequestFormParams)
+    assert "Background report for: Quarterly risks" in form.params.message
+    assert form.params.requested_schema["properties"]["answer"]["enum"] == ["approve", "reject"]
+    async with mcp(workers, 1) as other:
+        with pytest.raises(MCPError) as refused:
+            await update_task(
+                other.session,
+                handle.task_id,
+                {key: {"action": "accept", "content": {"answer": "x"}}},
+            )
+        still = await get_task(other.session, handle.task_id)
+    assert refused.value.error.code == types.INVALID_PARAMS
+    assert "does not fit the question" in refused.value.error.message
+    assert still.status == "input_required"
+    workers.apis[0].wait_until_serving(timeout=START_TIMEOUT)
+    async with mcp(workers, 0) as restarted:
+        approve = {key: {"action": "accept", "content": {"answer": "approve"}}}
+        await update_task(restarted.session, handle.task_id, approve)
+        done = await until(restarted, handle.task_id, "completed")
+        # Answered once: the same answer again is acknowledged and changes nothing.
+        await update_task(restarted.session, handle.task_id, approve)
+        again = await get_task(restarted.session, handle.task_id)
+    assert done.task_id == handle.task_id
+    assert text_of(done.result) == "Background report for: Quarterly risks"
+    assert again.status == "completed"
+    assert text_of(again.result) == text_of(done.result)
+
+
+async def test_a_paused_task_cancelled_on_the_other_api(workers: Deployment) -> None:
+    """Cancelling a task that waits ends it (nothing runs); a late answer changes nothing."""
+    arguments = {"input": "Cancelled risks", "settings": {"delay_seconds": 0}}
+    async with mcp(workers, 0) as client:
+        handle = await start(client, "background-interrupt", arguments)
+        waiting = await until(client, handle.task_id, "input_required")
+    assert waiting.input_requests is not None
+    approve = {
+        key: {"action": "accept", "content": {"answer": "approve"}}
+        for key in waiting.input_requests
+    }
+    async with mcp(workers, 1) as other:
+        await cancel_task(other.session, handle.task_id)
+        cancelled = await get_task(other.session, handle.task_id)
+        await update_task(other.session, handle.task_id, approve)
+        after = await get_task(other.session, handle.task_id)
+    assert (cancelled.status, after.status) == ("cancelled", "cancelled")
+    assert cancelled.input_requests is None
+    assert after.result is None

@@ -8,6 +8,7 @@ review-waiting result and a second call answers it (docs/mcp-a2a.md).
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -63,3 +64,15 @@ async def test_a_review_through_the_gateway_is_answered_by_a_second_call(
             "lgos-interruptible-approval", {"review_id": review["review_id"], "answer": "approve"}
         )
     assert text_of(done) == "Published 'the memo'."
+
+
+async def test_structured_content_passes_through_the_gateway(litellm_target: Target) -> None:
+    """everything-agent declares its answer's shape: through the gateway the tool keeps its
+    outputSchema and the result its structuredContent, the same object as the text block."""
+    async with gateway(litellm_target) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("lgos-everything-agent", {"input": "Is the sky blue?"})
+    assert tools["lgos-everything-agent"].output_schema is not None
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    assert result.structured_content == json.loads(text_of(result))

@@ -46,6 +46,8 @@ class TaskState(types.Result):
     poll_interval_ms: int | None = None
     result: types.CallToolResult | None = None
     error: dict[str, object] | None = None
+    # `input_required`: the requests to fulfil (`tasks/update`), by key.
+    input_requests: dict[str, types.ElicitRequest] | None = None
 
 
 class TaskParams(types.RequestParams):

@@ -24,7 +24,7 @@ from google.protobuf.struct_pb2 import Value
 
 from lgos.core.json_schema import JsonSchema
 from lgos.core.run_events import PendingInterrupt
-from lgos.protocols.questions import question_text
+from lgos.protocols.questions import pending_of_call, question_text
 from lgos.wire.interrupts import interrupt_call_id
 
 REVIEWS = "reviews"
@@ -91,6 +91,11 @@ def question_for(run_id: str, pending: PendingInterrupt) -> Question:
         allow_other=allow_other,
         answer_schema=pending.response_schema,
     )
+
+
+def question_of_call(call_id: str, arguments: str) -> Question:
+    """A paused background Response's `lgos_interrupt` call as its question."""
+    return question_for(*pending_of_call(call_id, arguments))
 
 
 def asking_parts(questions: list[Question], note: str | None) -> list[Part]:

@@ -175,6 +175,9 @@ class McpEndpoint:
         assert self.tasks is not None
         try:
             arguments = decode_arguments(params.name, config, params.arguments)
+            if arguments.review_id is not None:
+                # A task's review is answered on the task, not by a new call.
+                return error_result("Answer a task's review with tasks/update.")
             return (await self.tasks.start(params.name, arguments.request, scope)).wire()
         except LgosError as error:
             # Refused before anything runs, as a foreground call's bad input is.

@@ -10,7 +10,14 @@ the task, after a restart too:
   tool result inlined (a failed run is a completed task whose result has `isError`, as the
   extension reserves `failed` for JSON-RPC errors), or `cancelled`;
 - `tasks/cancel` cancels the run on the engine;
-- `tasks/update` has nothing to answer (these graphs do not pause) and is acknowledged.
+- a graph that pauses (`interrupt()`) ends its Response with `lgos_interrupt` calls: the task
+  is `input_required`, its `inputRequests` one form elicitation per question (keyed by review
+  id, the forms a foreground call would show); `tasks/update` answers them with another
+  background Response (`previous_response_id`, `function_call_output`) that resumes the same
+  checkpoint, and the task's Responses are its chain in the durable log
+  (`protocols.background.TaskChain`). A form filled in a way the question does not take is a
+  JSON-RPC error naming why; an answer the graph refuses asks again (`statusMessage`, and the
+  forms' message, say why). Without every answer the task keeps waiting (acknowledged).
 
 The `mcp` SDK 2.3.0 carries no implementation of the extension, only the means to add one
 (extension capabilities, custom request methods, result shapes outside the core vocabulary);
@@ -30,18 +37,24 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, JsonValue
 
-from lgos.core.errors import NotFoundError
-from lgos.core.registry import GraphConfig
+from lgos.core.errors import LgosError, NotFoundError
+from lgos.core.registry import GraphConfig, GraphFeature
 from lgos.core.request import GraphRequest
 from lgos.protocols.background import (
+    SETTINGS_KEY,
+    ChainView,
+    TaskChain,
+    answer_request,
     answer_text,
     background_request,
-    can_run_as_task,
+    can_run_in_background,
     failure_message,
+    interrupt_calls,
 )
+from lgos.protocols.mcp.reviews import Question, RefusedAnswerError, question_for
 from lgos.protocols.mcp.tools import structured_content
+from lgos.protocols.questions import pending_of_call
 from lgos.service.background import BackgroundResponses
-from lgos.wire.types.responses import ResponseObject
 
 Scope = Callable[[ServerRequestContext[Any]], Awaitable[str]]
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -59,6 +72,7 @@ STATUSES: Mapping[str, TaskStatus] = {
     "cancelled": "cancelled",
 }
 STATUS_MESSAGES = {"queued": "Queued on the background engine.", "in_progress": "Running."}
+WAITING_MESSAGE = "Waiting for an answer: see inputRequests."
 
 
 class TaskParams(types.RequestParams):
@@ -84,14 +98,17 @@ class TaskFields(types.Result):
     poll_interval_ms: int | None = POLL_INTERVAL_MS
 
     @classmethod
-    def of(cls, response: ResponseObject) -> Self:
+    def of(cls, response: Mapping[str, Any], first: Mapping[str, Any] | None = None) -> Self:
+        """The task of a Response (`first`: its chain's first, when it is a later one: the
+        task's id and creation time are the first's)."""
         status = response["status"]
         updated = response.get("completed_at") or response["created_at"]
+        first = first or response
         return cls(
-            task_id=response["id"],
+            task_id=first["id"],
             status=STATUSES.get(status, "completed"),
             status_message=STATUS_MESSAGES.get(status) or failure_message(response),
-            created_at=_iso(response["created_at"]),
+            created_at=_iso(first["created_at"]),
             last_updated_at=_iso(updated),
         )
 
@@ -116,6 +133,7 @@ class DetailedTask(TaskFields):
 
     result_type: Literal["complete"] = "complete"
     result: types.CallToolResult | None = None
+    input_requests: dict[str, types.ElicitRequest] | None = None
 
 
 class McpTasks:
@@ -125,6 +143,8 @@ class McpTasks:
         """`scope(ctx)`: the caller's owner scope, whose tasks alone the caller sees."""
         self.background = background
         self.scope = scope
+        # Tasks that pause need the durable log for their chain of Responses.
+        self.chain = TaskChain(background) if background.events is not None else None
 
     def install(self, server: Server[Any]) -> None:
         """Advertise the extension and serve its methods on `server`."""
@@ -135,7 +155,12 @@ class McpTasks:
 
     def wanted(self, ctx: ServerRequestContext[Any], config: GraphConfig) -> bool:
         """Whether this call becomes a task: the server decides, for a client that can take one."""
-        return can_run_as_task(config, self.background) and declared(ctx)
+        pauses = config.supports(GraphFeature.INTERRUPTS)
+        return (
+            can_run_in_background(config, self.background)
+            and (self.chain is not None or not pauses)
+            and declared(ctx)
+        )
 
     async def start(self, model: str, request: GraphRequest, owner_scope: str) -> CreateTaskResult:
         """Submit the run; the handle once the engine holds it (a poll finds it from then on)."""
@@ -146,41 +171,111 @@ class McpTasks:
         return CreateTaskResult.of(response)
 
     async def get(self, ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, JsonValue]:
-        response = await self._response(ctx, params.task_id)
-        task = DetailedTask.of(response)
-        if task.status == "completed":
-            config = self.background.registry.get(response["model"])
-            task.result = tool_result(response, config)
+        view = await self._view(ctx, params.task_id)
+        task = DetailedTask.of(view.latest, view.first)
+        paused = view.paused
+        if view.cancelled:
+            task.status, task.status_message = "cancelled", None
+        elif paused is not None:
+            task.status = "input_required"
+            task.status_message = view.note or WAITING_MESSAGE
+            task.input_requests = input_requests(questions_of(paused), view.note)
+        elif task.status == "completed":
+            config = self.background.registry.get(view.latest["model"])
+            task.result = tool_result(view.latest, config)
         return task.wire()
 
     async def update(
         self, ctx: ServerRequestContext[Any], params: UpdateTaskParams
     ) -> types.EmptyResult:
-        # Nothing is ever outstanding (these graphs do not pause): the extension says to ignore
-        # responses to keys that are not, and to acknowledge.
-        await self._response(ctx, params.task_id)
+        """The answers to a waiting task's forms: its next Response. Responses to keys that are
+        not outstanding are ignored, as the extension asks."""
+        view = await self._view(ctx, params.task_id)
+        paused = view.paused
+        if paused is None:
+            return types.EmptyResult()
+        answers: dict[str, str] = {}
+        for question in questions_of(paused):
+            raw = params.input_responses.get(question.review_id)
+            if raw is None:
+                return types.EmptyResult()  # not every question answered: still waiting
+            try:
+                result = types.ElicitResult.model_validate(raw)
+            except ValueError:
+                raise MCPError(
+                    types.INVALID_PARAMS,
+                    f"inputResponses.{question.review_id}: not an ElicitResult",
+                ) from None
+            if result.action != "accept":
+                return types.EmptyResult()  # declined: the review keeps waiting
+            try:
+                answers[question.review_id] = question.answer_from(result.content)
+            except RefusedAnswerError as refusal:
+                raise MCPError(types.INVALID_PARAMS, str(refusal)) from None
+        model = str(view.first["model"])
+        settings = (paused.get("metadata") or {}).get(SETTINGS_KEY)
+        metadata = {SETTINGS_KEY: str(settings)} if settings is not None else {}
+        try:
+            response = await self.background.create(
+                answer_request(model, str(paused["id"]), answers, metadata, stream=False),
+                owner_scope=await self.scope(ctx),
+                idempotency_key=None,
+            )
+        except LgosError as error:
+            raise MCPError(types.INVALID_PARAMS, error.message) from None
+        assert self.chain is not None
+        # Lost to another answer of the same pause: that one goes on, this one is refused by
+        # the worker; the task shows the winner.
+        await self.chain.join(params.task_id, view, response["id"])
         return types.EmptyResult()
 
     async def cancel(self, ctx: ServerRequestContext[Any], params: TaskParams) -> types.EmptyResult:
-        response = await self._response(ctx, params.task_id)
-        if STATUSES.get(response["status"]) == "working":
-            await self.background.cancel(params.task_id, owner_scope=await self.scope(ctx))
+        view = await self._view(ctx, params.task_id)
+        if view.paused is not None and self.chain is not None:
+            await self.chain.cancel_waiting(params.task_id, view)
+        elif not view.cancelled and STATUSES.get(view.latest["status"]) == "working":
+            await self.background.cancel(view.latest["id"], owner_scope=await self.scope(ctx))
         return types.EmptyResult()
 
-    async def _response(self, ctx: ServerRequestContext[Any], task_id: str) -> ResponseObject:
+    async def _view(self, ctx: ServerRequestContext[Any], task_id: str) -> ChainView:
         if not declared(ctx):
             raise MCPError(
                 MISSING_REQUIRED_CLIENT_CAPABILITY,
                 "Missing required client capability",
                 {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
             )
+        scope = await self.scope(ctx)
         try:
-            return await self.background.retrieve(task_id, owner_scope=await self.scope(ctx))
+            if self.chain is not None:
+                return await self.chain.view(task_id, scope)
+            response = await self.background.retrieve(task_id, owner_scope=scope)
         except NotFoundError:
             # Another owner's task is indistinguishable from one that does not exist.
             raise MCPError(
                 types.INVALID_PARAMS, "Failed to retrieve task: Task not found"
             ) from None
+        return ChainView([], response, response, None, cancelled=False)
+
+
+def questions_of(response: Mapping[str, Any]) -> list[Question]:
+    """The forms of a paused Response's questions, as a foreground call would show them."""
+    return [
+        question_for(*pending_of_call(call_id, arguments))
+        for call_id, arguments in interrupt_calls(response)
+    ]
+
+
+def input_requests(questions: list[Question], note: str | None) -> dict[str, types.ElicitRequest]:
+    """One form elicitation per question, keyed by its review id."""
+    return {
+        question.review_id: types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=question.message if note is None else f"{note}\n\n{question.message}",
+                requested_schema=question.requested_schema,
+            )
+        )
+        for question in questions
+    }
 
 
 def declared(ctx: ServerRequestContext[Any]) -> bool:
@@ -192,7 +287,7 @@ def declared(ctx: ServerRequestContext[Any]) -> bool:
     return bool(extensions) and TASKS_EXTENSION in (extensions or {})
 
 
-def tool_result(response: ResponseObject, config: GraphConfig) -> types.CallToolResult:
+def tool_result(response: Mapping[str, Any], config: GraphConfig) -> types.CallToolResult:
     """The tool result the run gave, as a foreground call would have returned it."""
     failure = failure_message(response)
     if response["status"] != "completed":
