@@ -35,6 +35,13 @@ export ENABLE_FOLLOW_UP_GENERATION=false ENABLE_AUTOCOMPLETE_GENERATION=false
 # with an empty email and password. Set WEBUI_AUTH=true plus WEBUI_ADMIN_EMAIL/PASSWORD for logins.
 export WEBUI_AUTH="${WEBUI_AUTH:-false}"
 
+# LGOS's MCP endpoint as one of Open WebUI's tool servers (Admin Panel -> Settings -> External
+# Tools): a model that calls tools sees every graph as one (docs/mcp-a2a.md). LGOS_MCP_URL
+# names it (`just demo/openwebui` passes the API's); unset, Open WebUI has no tool server.
+if [[ -n "${LGOS_MCP_URL:-}" ]]; then
+    export TOOL_SERVER_CONNECTIONS="[{\"type\": \"mcp\", \"url\": \"$LGOS_MCP_URL\", \"path\": \"\", \"auth_type\": \"none\", \"key\": \"\", \"config\": {\"enable\": true}, \"info\": {\"id\": \"lgos\", \"name\": \"LGOS graphs\"}}]"
+fi
+
 # Read the settings from this environment on every start instead of freezing them in the
 # database on the first one.
 export ENABLE_PERSISTENT_CONFIG=false

@@ -198,6 +198,19 @@ def test_the_uis_answer_on_the_compose_ports(stack: Stack | StartFailure) -> Non
     for variable, path in (("CHAINLIT_PORT", "/"), ("OPENWEBUI_PORT", "/health")):
         response = httpx2.get(started.url(variable, path), timeout=30)
         assert response.status_code == 200, (variable, response.text[:500])
+    # Open WebUI's own MCP client reaches the graphs through the tool server compose.yaml
+    # configures (LGOS's /mcp on the stack's network).
+    signin = started.url("OPENWEBUI_PORT", "/api/v1/auths/signin")
+    token = httpx2.post(signin, json={"email": "", "password": ""}, timeout=30).json()["token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    servers = httpx2.get(
+        started.url("OPENWEBUI_PORT", "/api/v1/configs/tool_servers"), headers=headers, timeout=30
+    ).json()["TOOL_SERVER_CONNECTIONS"]
+    connection = next(server for server in servers if server["info"]["id"] == "lgos")
+    verify = started.url("OPENWEBUI_PORT", "/api/v1/configs/tool_servers/verify")
+    verified = httpx2.post(verify, json=connection, headers=headers, timeout=60)
+    assert verified.status_code == 200, verified.text[:500]
+    assert "simple-graph" in {spec["name"] for spec in verified.json()["specs"]}
 
 
 def test_each_ui_answers_and_takes_a_review_in_a_browser(

@@ -105,6 +105,8 @@ class OpenWebUI:
             "OPENWEBUI_DATA_DIR": str(data / "data"),
             "OPENWEBUI_PORT": self.url.rsplit(":", 1)[1],
             "LGOS_BASE_URL": lgos_url,
+            # LGOS's MCP endpoint as Open WebUI's tool server, as `just demo/openwebui` sets it.
+            "LGOS_MCP_URL": lgos_url.removesuffix("/v1") + "/mcp",
         }
         self.process = self._start()
 

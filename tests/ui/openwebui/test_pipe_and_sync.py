@@ -286,3 +286,22 @@ def test_sync_again_keeps_function_and_models(
     assert all(name.startswith("LGOS: ") for name in names), names
     described = next(m for m in models if m["id"] == "lgos.background-interrupt")
     assert "interrupts" in json.dumps(described["info"]["meta"]["description"])
+
+
+@pytest.mark.timeout(300, func_only=True)
+def test_openwebui_reaches_every_graph_as_an_mcp_tool(
+    openwebui_url: str, lgos_url: str, admin_token: str
+) -> None:
+    # The demo's Open WebUI has LGOS's MCP endpoint as a tool server (run.sh, from
+    # LGOS_MCP_URL), and Open WebUI's own MCP client lists the graphs through it.
+    servers = http_json("GET", f"{openwebui_url}/api/v1/configs/tool_servers", token=admin_token)
+    connection = next(c for c in servers["TOOL_SERVER_CONNECTIONS"] if c["info"]["id"] == "lgos")
+    assert connection["type"] == "mcp"
+    assert connection["url"] == lgos_url.removesuffix("/v1") + "/mcp"
+    verify = f"{openwebui_url}/api/v1/configs/tool_servers/verify"
+    verified = http_json("POST", verify, connection, token=admin_token)
+    assert verified["status"] is True
+    tools = {spec["name"]: spec for spec in verified["specs"]}
+    graphs = {model["id"] for model in http_json("GET", f"{lgos_url}/models")["data"]}
+    assert graphs <= set(tools), graphs - set(tools)
+    assert tools["simple-graph"]["parameters"]["type"] == "object"
