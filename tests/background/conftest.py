@@ -65,7 +65,9 @@ class Deployment:
         self.workers: dict[str, Process] = {}
         self._clients: dict[int, AsyncOpenAI] = {}
         self._api_count = apis
-        self._worker_ids = [f"test-worker-{index}" for index in range(workers)]
+        # Ids per engine: the DBOS and Hatchet deployments share one database, and a live
+        # worker's id is its lease in `lgos_workers` (a second worker with it is refused).
+        self._worker_ids = [f"test-{engine}-worker-{index}" for index in range(workers)]
         self._worker_groups = worker_groups
 
     @property

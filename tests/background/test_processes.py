@@ -218,12 +218,12 @@ async def test_retention_deletes_finished_runs(dbos_only: Deployment) -> None:
 
 async def test_worker_stops_gracefully_on_sigterm(dbos_only: Deployment) -> None:
     workers = dbos_only
-    worker = workers.workers["test-worker-1"]
+    worker = workers.workers["test-dbos-worker-1"]
     worker.process.send_signal(signal.SIGTERM)
     assert worker.process.wait(timeout=60) == 0
     worker.wait_for_record(is_message("worker.stopped"))
     records = worker.records()  # every stdout line is a JSON object
-    assert any(record.get("executor_id") == "test-worker-1" for record in records)
+    assert any(record.get("executor_id") == "test-dbos-worker-1" for record in records)
     assert all(json.dumps(record) for record in records)
 
 
