@@ -11,7 +11,9 @@ from lgos.core import safe_json
 from lgos.core.errors import ConfigurationError, InvalidRequestError
 from lgos.core.json_schema import JsonSchema
 
-SETTINGS_PARAM = "metadata.lgos_settings"
+# The metadata key a client sends its settings under (the Responses API, A2A messages, MCP).
+SETTINGS_KEY = "lgos_settings"
+SETTINGS_PARAM = f"metadata.{SETTINGS_KEY}"
 
 
 class ClientSettings(BaseModel):

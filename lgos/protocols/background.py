@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from lgos.core.client_settings import SETTINGS_KEY
 from lgos.core.errors import SERVER_ERROR_MESSAGE
 from lgos.core.registry import GraphConfig, GraphFeature
 from lgos.core.request import GraphRequest
@@ -22,8 +23,6 @@ from lgos.service.background import BackgroundResponses
 from lgos.wire import ids, responses_decoder
 from lgos.wire.interrupts import INTERRUPT_FUNCTION
 from lgos.wire.responses_decoder import DecodedResponsesRequest
-
-SETTINGS_KEY = "lgos_settings"
 
 
 def can_run_in_background(config: GraphConfig, background: BackgroundResponses | None) -> bool:

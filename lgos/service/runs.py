@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lgos.core.capabilities import check_demands
-from lgos.core.client_settings import SETTINGS_PARAM
+from lgos.core.client_settings import SETTINGS_KEY, SETTINGS_PARAM
 from lgos.core.errors import InterruptConflictError, InvalidRequestError
 from lgos.core.registry import GraphConfig, GraphFeature, GraphRegistry
 from lgos.core.request import GraphRequest
@@ -27,7 +27,7 @@ def graph_request(config: GraphConfig, decoded: DecodedRequest[Any]) -> GraphReq
     body = decoded.body
     model, metadata = body.model, decoded.metadata
     check_demands(model, config, decoded.demands)
-    raw_settings = metadata.get("lgos_settings")
+    raw_settings = metadata.get(SETTINGS_KEY)
     if config.client_settings is not None:
         settings = config.client_settings.from_metadata(raw_settings)
     elif raw_settings is not None:
@@ -41,7 +41,7 @@ def graph_request(config: GraphConfig, decoded: DecodedRequest[Any]) -> GraphReq
     return GraphRequest(
         model=model,
         messages=decoded.messages,
-        metadata={key: value for key, value in metadata.items() if key != "lgos_settings"},
+        metadata={key: value for key, value in metadata.items() if key != SETTINGS_KEY},
         user=body.user,
         tools=decoded.tools,
         tool_choice=decoded.tool_choice,

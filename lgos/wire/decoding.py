@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from lgos.core import safe_json
 from lgos.core.capabilities import Demand, HostedToolDemand
+from lgos.core.client_settings import SETTINGS_KEY
 from lgos.core.errors import InvalidRequestError
 from lgos.core.request import (
     ClientFunctionTool,
@@ -295,7 +296,7 @@ def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, str]:
                 param=f"metadata.{key}",
                 code="string_above_max_length",
             )
-        if key.startswith("lgos_") and key != "lgos_settings":
+        if key.startswith("lgos_") and key != SETTINGS_KEY:
             raise InvalidRequestError(
                 f"Invalid 'metadata.{key}': keys starting with 'lgos_' are reserved.",
                 param=f"metadata.{key}",

@@ -60,6 +60,7 @@ from a2a.utils.errors import (
 )
 
 from lgos.core.background import TERMINAL_EVENTS
+from lgos.core.client_settings import SETTINGS_KEY
 from lgos.core.errors import LgosError, NotFoundError
 from lgos.core.registry import GraphConfig
 from lgos.protocols.a2a.executor import (
@@ -75,7 +76,6 @@ from lgos.protocols.a2a.reviews import (
     question_of_call,
 )
 from lgos.protocols.background import (
-    SETTINGS_KEY,
     ChainView,
     TaskChain,
     answer_request,

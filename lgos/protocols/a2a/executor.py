@@ -37,6 +37,7 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.json_format import MessageToDict
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from lgos.core.client_settings import SETTINGS_KEY
 from lgos.core.errors import SERVER_ERROR_MESSAGE, InvalidRequestError, LgosError
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.request import GraphRequest
@@ -54,7 +55,6 @@ from lgos.service.runs import RunPlan, plan_run, run_events
 logger = logging.getLogger("lgos.a2a")
 
 ARTIFACT_ID = "answer"
-SETTINGS_KEY = "lgos_settings"
 # The longest message text a graph is given (the request body limit applies first).
 MAX_TEXT_CHARS = 1_000_000
 # How many earlier tasks of a context a graph without a thread is shown (the SDK's page limit).

@@ -37,11 +37,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, JsonValue
 
+from lgos.core.client_settings import SETTINGS_KEY
 from lgos.core.errors import LgosError, NotFoundError
 from lgos.core.registry import GraphConfig, GraphFeature
 from lgos.core.request import GraphRequest
 from lgos.protocols.background import (
-    SETTINGS_KEY,
     ChainView,
     TaskChain,
     answer_request,
