@@ -874,10 +874,8 @@ async def pipe_settings(function_id: str, chat_id: str) -> tuple["PipeValves", d
     return PipeValves(**valves), dict((chat.variables if chat else None) or {})
 
 
-# Where a user changes a chat's settings in Open WebUI 0.12 (the chat box's `{}` button).
-SETTINGS_PLACE = (
-    "Change it in this chat's settings: the **Chat Variables** button (`{}`) in the chat box."
-)
+# Where a user changes a chat's settings in Open WebUI 0.12 (the chat box's `{ }` button).
+SETTINGS_PLACE = "Change it in this chat's settings: the **Chat Variables** button of the chat box."
 
 
 class _Turn:
@@ -1145,9 +1143,7 @@ class _Turn:
         allowed = allowed_values(self.client_settings)
         said = str(exc).lower().replace(" ", "_")
         lines = [f"- **{key}**: {text}" for key, text in allowed.items() if key in said]
-        return "\n\n" + SETTINGS_PLACE + (
-            "\n\nAllowed:\n" + "\n".join(lines) if lines else ""
-        )
+        return "\n\n" + SETTINGS_PLACE + ("\n\nAllowed:\n" + "\n".join(lines) if lines else "")
 
     async def _respond(
         self, request: dict[str, Any], background: bool

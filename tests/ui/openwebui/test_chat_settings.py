@@ -64,7 +64,6 @@ def test_each_model_shows_only_its_own_settings(page: Page, openwebui_url: str) 
     expect(dialog).not_to_contain_text(DELAY)
     expect(dialog).not_to_contain_text("Depth")
     expect(dialog).not_to_contain_text(BACKGROUND)
-    screenshot(page, "settings-simple-graph")
     dialog.get_by_role("button", name="Cancel").click()
 
     open_chat(page, openwebui_url, "lgos.background-mock")
@@ -100,6 +99,7 @@ def test_a_refused_value_is_named_with_its_bounds_when_saved(
     open_chat(page, openwebui_url, "lgos.background-mock")
     dialog = settings_dialog(page)
     delay = setting(dialog, DELAY)
+    screenshot(page, "settings-background-mock")
     for value, bound in (("999", "300"), ("-1", "0"), ("2.5", "")):
         delay.fill(value)
         dialog.get_by_role("button", name="Save").click()
@@ -108,9 +108,7 @@ def test_a_refused_value_is_named_with_its_bounds_when_saved(
         message = str(delay.evaluate("e => e.validationMessage"))
         assert message, value
         assert bound in message, (value, message)
-    delay.fill("999")
-    dialog.get_by_role("button", name="Save").click()
-    screenshot(page, "settings-refused")
+        print(f"{value}: {message}")  # what Chromium's bubble says, for the docs
     dialog.get_by_role("button", name="Cancel").click()
     expect(dialog).to_be_hidden()
 
