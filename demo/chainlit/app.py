@@ -803,13 +803,16 @@ def review_card(message_id: str, element_id: str | None, props: dict[str, Any]) 
 
 
 async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
-    """One review card per pending question; the whole review is saved at once."""
+    """One review card per pending question; the whole review is saved at once, before any
+    card shows: a reload as soon as a card is on the page (its session then resumes the
+    thread from what was saved) must find the review, or the card it draws answers nothing."""
     record: dict[str, Any] = {
         "response_id": response_id,
         "calls": [],
         "answers": {},
         "status_message_id": cl.user_session.get(PAUSED_STATUS),
     }
+    messages = []
     for call in calls:
         question = ui.parse_review(call)
         # The card alone: no text repeating it, and outside the run's steps, so Chainlit adds
@@ -820,7 +823,7 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
             name=REVIEW_CARD, props=ui.card_props(response_id, question), display="inline"
         )
         message.elements = [card]
-        await message.send()
+        messages.append(message)
         record["calls"].append(
             {
                 "call_id": call["call_id"],
@@ -830,6 +833,8 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
             }
         )
     await persist(PENDING, record)
+    for message in messages:
+        await message.send()
     await answer_standing_choices(record)
 
 
