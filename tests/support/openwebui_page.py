@@ -11,6 +11,9 @@ from playwright.sync_api import Page, expect
 
 # How long a chat may keep failing to load while the machine's network changes.
 OPEN_DEADLINE_SECONDS = 180
+# The labels of two demo settings in the chat's settings dialog (demo/openwebui/sync.py).
+BACKGROUND = "Run in background"
+DELAY = "Delay Seconds"
 
 
 def open_chat(page: Page, url: str, model: str) -> None:

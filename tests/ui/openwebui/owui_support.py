@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from tests.support.processes import LGOS, Process, free_port
 
@@ -43,6 +44,19 @@ def http_json(method: str, url: str, body: Any = None, token: str | None = None)
         request.add_header("Authorization", f"Bearer {token}")
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read().decode() or "null")
+
+
+def stored_chat(url: str, token: str, page: Page) -> dict[str, Any]:
+    """The chat of the page as Open WebUI stored it."""
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+"))
+    chat_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    return dict(http_json("GET", f"{url}/api/v1/chats/{chat_id}", token=token)["chat"])
+
+
+def last_message(url: str, token: str, page: Page) -> dict[str, Any]:
+    """The chat's last message as Open WebUI stored it (content, status history)."""
+    chat = stored_chat(url, token, page)
+    return dict(chat["history"]["messages"][chat["history"]["currentId"]])
 
 
 def start(command: list[str], log: Path, env: dict[str, str], ready_url: str) -> Process:

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
 
 import pytest
-from owui_support import http_json, screenshot
+from owui_support import last_message, screenshot
 from playwright.sync_api import Page, expect
 
 from tests.support.openwebui_page import (
+    BACKGROUND,
+    DELAY,
     change_settings,
     expect_finished,
     last_answer,
     open_chat,
+    review_card,
     send,
     setting,
     settings_dialog,
@@ -29,29 +31,24 @@ from tests.support.openwebui_page import (
 
 pytestmark = pytest.mark.timeout(600, func_only=True)
 
-BACKGROUND = "Run in background"
-DELAY = "Delay Seconds"
-
-
-def statuses(url: str, token: str, page: Page) -> list[dict[str, Any]]:
-    """The status history of the chat's last message, as Open WebUI stored it."""
-    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+"))
-    chat_id = page.url.rstrip("/").rsplit("/", 1)[-1]
-    chat = http_json("GET", f"{url}/api/v1/chats/{chat_id}", token=token)["chat"]
-    message = chat["history"]["messages"][chat["history"]["currentId"]]
-    return list(message.get("statusHistory") or [])
-
 
 def ran_in_background(url: str, token: str, page: Page) -> bool:
     """Whether the last answer came from a background Response: the Pipe keeps its id in the
     status history's data (a foreground stream has none)."""
     deadline = time.monotonic() + 30  # the history is saved a moment after the page shows it
     while time.monotonic() < deadline:
-        history = statuses(url, token, page)
+        history = list(last_message(url, token, page).get("statusHistory") or [])
         if history and history[-1].get("done"):
             return any(status.get("response_id") for status in history)
         time.sleep(0.2)
-    raise AssertionError(f"the run never finished: {statuses(url, token, page)}")
+    raise AssertionError(f"the run never finished: {last_message(url, token, page)}")
+
+
+def expect_setting(page: Page, label: str, value: str) -> None:
+    """The chat's settings dialog shows `value` for one setting; closed without saving."""
+    dialog = settings_dialog(page)
+    expect(setting(dialog, label)).to_have_value(value)
+    dialog.get_by_role("button", name="Cancel").click()
 
 
 def test_each_model_shows_only_its_own_settings(page: Page, openwebui_url: str) -> None:
@@ -126,9 +123,7 @@ def test_background_is_on_by_default_only_for_graphs_meant_for_it(
 ) -> None:
     # background-mock is registered as meant for long work: its switch starts on.
     open_chat(page, openwebui_url, "lgos.background-mock")
-    dialog = settings_dialog(page)
-    expect(setting(dialog, BACKGROUND)).to_have_value("on")
-    dialog.get_by_role("button", name="Cancel").click()
+    expect_setting(page, BACKGROUND, "on")
     send(page, "Long work")
     expect(last_answer(page)).to_contain_text("Background report for: Long work")
     expect_finished(page)
@@ -136,14 +131,10 @@ def test_background_is_on_by_default_only_for_graphs_meant_for_it(
 
     # background-interrupt can run in the background but is not meant to: it starts off.
     open_chat(page, openwebui_url, "lgos.background-interrupt")
-    dialog = settings_dialog(page)
-    expect(setting(dialog, BACKGROUND)).to_have_value("off")
-    dialog.get_by_role("button", name="Cancel").click()
+    expect_setting(page, BACKGROUND, "off")
     send(page, "Short work")
     expect(status_line(page)).to_have_text("Waiting for your review")
-    page.locator("section").filter(has_text="Submit answers").last.get_by_role(
-        "button", name=re.compile("^Approve")
-    ).click()
+    review_card(page).get_by_role("button", name=re.compile("^Approve")).click()
     expect(last_answer(page)).to_contain_text("Background report for: Short work")
     expect_finished(page)
     assert not ran_in_background(openwebui_url, admin_token, page)

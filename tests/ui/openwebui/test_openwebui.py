@@ -13,11 +13,22 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from owui_support import Gateway, IdleStack, OpenWebUI, http_json, pdf_with_text, screenshot
+from owui_support import (
+    Gateway,
+    IdleStack,
+    OpenWebUI,
+    http_json,
+    last_message,
+    pdf_with_text,
+    screenshot,
+    stored_chat,
+)
 from playwright.sync_api import Page, expect
 
 from tests.support.media import png
 from tests.support.openwebui_page import (
+    BACKGROUND,
+    DELAY,
     change_settings,
     expect_finished,
     last_answer,
@@ -34,9 +45,6 @@ from tests.support.openwebui_page import (
 pytestmark = pytest.mark.timeout(900, func_only=True)
 
 TOPIC = "Quarterly risks"
-# The labels of two settings in the Chat Variables dialog (sync.py writes them).
-BACKGROUND = "Run in background"
-DELAY = "Delay Seconds"
 
 
 def background_response_id(page: Page, url: str, token: str) -> str:
@@ -62,18 +70,6 @@ def assert_cancelled(url: str, key: str | None = None) -> None:
             break
         time.sleep(0.2)
     assert status == "cancelled"
-
-
-def stored_chat(url: str, token: str, page: Page) -> dict[str, Any]:
-    """The chat of the page as Open WebUI stored it."""
-    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+"))
-    chat_id = page.url.rstrip("/").rsplit("/", 1)[-1]
-    return dict(http_json("GET", f"{url}/api/v1/chats/{chat_id}", token=token)["chat"])
-
-
-def last_message(url: str, token: str, page: Page) -> dict[str, Any]:
-    chat = stored_chat(url, token, page)
-    return dict(chat["history"]["messages"][chat["history"]["currentId"]])
 
 
 def chat_content(url: str, token: str, page: Page) -> str:
