@@ -105,7 +105,6 @@ def test_a_refused_value_is_named_with_its_bounds_when_saved(
         message = str(delay.evaluate("e => e.validationMessage"))
         assert message, value
         assert bound in message, (value, message)
-        print(f"{value}: {message}")  # what Chromium's bubble says, for the docs
     dialog.get_by_role("button", name="Cancel").click()
     expect(dialog).to_be_hidden()
 
