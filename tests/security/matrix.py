@@ -114,7 +114,10 @@ async def create_objects(http: httpx2.AsyncClient, credentials: dict[str, str]) 
     """One of each object an owner can have, created with the owner's credentials (the
     headers that authenticate it: its key, and the user a gateway's key names)."""
     stored = await _post(
-        http, credentials, "/v1/responses", {"model": "simple-graph", "input": "hello", "store": True}
+        http,
+        credentials,
+        "/v1/responses",
+        {"model": "simple-graph", "input": "hello", "store": True},
     )
     paused = await _post(
         http, credentials, "/v1/responses", {"model": "interruptible-approval", "input": "the plan"}
