@@ -4,6 +4,7 @@ Open WebUI browser tests and by the compose stack's browser pass."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -11,6 +12,15 @@ from playwright.sync_api import Page, expect
 
 # How long a chat may keep failing to load while the machine's network changes.
 OPEN_DEADLINE_SECONDS = 180
+
+
+def log_in(page: Page, url: str, email: str, password: str) -> None:
+    """Sign in on Open WebUI's login page (WEBUI_AUTH=true), as a person does."""
+    page.goto(f"{url}/auth", wait_until="domcontentloaded")
+    page.locator("input[type=email]").fill(email)
+    page.locator("input[type=password]").fill(password)
+    page.get_by_role("button", name=re.compile("sign in", re.I)).click()
+    expect(page.locator("#chat-input")).to_be_visible()
 
 
 def open_chat(page: Page, url: str, model: str) -> None:
