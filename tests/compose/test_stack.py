@@ -19,7 +19,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -232,18 +232,33 @@ def test_each_ui_answers_and_takes_a_review_in_a_browser(
 
     # The stack's containers share two cores: a streamed answer may take a while.
     expect.set_options(timeout=60_000)
+    chainlit, openwebui = started.url("CHAINLIT_PORT", "/"), started.url("OPENWEBUI_PORT", "")
+    passes: list[tuple[str, Callable[[Any], None]]] = [
+        ("chainlit", lambda browser: chainlit_pass(browser, chainlit)),
+        ("openwebui", lambda browser: openwebui_pass(browser, openwebui)),
+    ]
+    in_chromium(started, request, passes, "a simple answer and an approved review")
+
+
+def in_chromium(
+    started: Stack,
+    request: pytest.FixtureRequest,
+    passes: list[tuple[str, Callable[[Any], None]]],
+    done: str,
+) -> None:
+    """Each UI's pass in one Chromium, logged once it passed; a failing one says what the UI's,
+    the gateway's and the API's logs say."""
     # Asked for here, not as an argument: as one, pytest-playwright's session fixture makes
-    # pytest order this test after the other modules, and the stack would start again for it.
+    # pytest order the test after the other modules, and the stack would start again for it.
     browser = launch_chromium(request.getfixturevalue("playwright"))
     try:
-        for ui, run in (("chainlit", chainlit_pass), ("openwebui", openwebui_pass)):
+        for ui, run in passes:
             try:
-                run(browser, started.url(ui.upper() + "_PORT", "/" if ui == "chainlit" else ""))
+                run(browser)
             except AssertionError as error:
-                # What the page missed is in the UI's and the gateway's logs.
                 logs = "\n".join(started.logs([name])[-4000:] for name in (ui, "litellm", "api"))
                 raise AssertionError(f"{ui}: {error}\n{logs}") from None
-            log(f"{ui}: a simple answer and an approved review in Chromium on the compose ports")
+            log(f"{ui}: {done} in Chromium on the compose ports")
     finally:
         browser.close()
 
@@ -328,20 +343,11 @@ def test_two_users_of_each_ui_never_reach_each_others_runs(
         openwebui_tokens=tokens,
         read_waiting_reviews=waiting_reviews,
     )
-    browser = launch_chromium(request.getfixturevalue("playwright"))
-    try:
-        for ui, flow in (
-            ("chainlit", two_users.chainlit_users_stay_apart),
-            ("openwebui", two_users.openwebui_users_stay_apart),
-        ):
-            try:
-                flow(users, browser)
-            except AssertionError as error:
-                logs = "\n".join(started.logs([name])[-4000:] for name in (ui, "litellm", "api"))
-                raise AssertionError(f"{ui}: {error}\n{logs}") from None
-            log(f"{ui}: two users kept apart in Chromium on the compose ports")
-    finally:
-        browser.close()
+    passes: list[tuple[str, Callable[[Any], None]]] = [
+        ("chainlit", lambda browser: two_users.chainlit_users_stay_apart(users, browser)),
+        ("openwebui", lambda browser: two_users.openwebui_users_stay_apart(users, browser)),
+    ]
+    in_chromium(started, request, passes, "two users kept apart")
 
 
 def test_the_stand_ins_are_the_versions_compose_names() -> None:

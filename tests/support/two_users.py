@@ -33,6 +33,7 @@ from tests.support.browser import loopback_context
 from tests.support.chainlit_page import Chat
 from tests.support.openwebui_page import (
     expect_finished,
+    http_json,
     last_answer,
     log_in,
     open_chat,
@@ -70,17 +71,6 @@ class UserStack:
     openwebui_tokens: dict[str, str]  # each Open WebUI user's session token, by login
     # The text of the Pipe's lgos_pending_reviews.json, in Open WebUI's data folder.
     read_waiting_reviews: Callable[[], str]
-
-
-def http_json(method: str, url: str, body: Any = None, token: str | None = None) -> Any:
-    request = urllib.request.Request(
-        url, data=None if body is None else json.dumps(body).encode(), method=method
-    )
-    request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read().decode() or "null")
 
 
 def openwebui_users(

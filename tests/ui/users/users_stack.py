@@ -17,24 +17,12 @@ import sys
 from pathlib import Path
 
 from tests.support.postgres import ADMIN_URI, create_database, drop_database
-from tests.support.processes import LGOS, REPO, Process, clean_environment, free_port
+from tests.support.processes import LGOS, REPO, Process, answering, clean_environment, free_port
 from tests.support.stack_auth import API_AUTH, GATEWAY_LGOS_KEY, LITELLM_DEV_KEY
 from tests.support.two_users import Person, UserStack, openwebui_users
 
 START_DEADLINE = 300.0  # seconds, per piece: LiteLLM and Open WebUI import for minutes when busy
 ADMIN = ("admin@example.com", "admin-password")
-
-
-def launch(name: str, command: list[str], env: dict[str, str], logs: Path, ready: str) -> Process:
-    process = Process(
-        command, env=env, cwd=REPO, log=logs / f"{name}.log", name=name, own_group=True
-    )
-    try:
-        process.wait_http(ready, timeout=START_DEADLINE)
-    except BaseException:
-        process.stop(grace=20)
-        raise
-    return process
 
 
 def run_step(command: list[str], timeout: float) -> None:
@@ -57,7 +45,8 @@ class UserStackProcesses:
         self.chainlit_database = f"{ADMIN_URI.rsplit('/', 1)[0]}/{self.database}"
 
     def launch(self, name: str, command: list[str], env: dict[str, str], ready: str) -> None:
-        self.processes.append(launch(name, command, env, self.logs, ready))
+        log = self.logs / f"{name}.log"
+        self.processes.append(answering(command, env, log, ready, START_DEADLINE))
 
     def start(self) -> UserStack:
         api_port, gateway_port = free_port(), free_port()
