@@ -42,7 +42,7 @@ FULL = os.environ.get("LGOS_COMPOSE_ALL") == "1"
 UIS = ["chainlit", "openwebui", "openwebui-sync"]
 # compose.yaml's development defaults: Open WebUI's admin, Chainlit's two logins, the
 # stack's PostgreSQL (Chainlit's threads are in its lgos_chainlit database).
-OPENWEBUI_ADMIN = ("admin@example.com", "openwebui-dev-password")
+OPENWEBUI_ADMIN = ("openwebui@example.com", "openwebui-dev-password")
 CHAINLIT_LOGINS = (("demo", "demo"), ("guest", "guest"))
 POSTGRES_LOGIN = "lgos:lgos-dev-password"
 VIEWPORT = {"width": 1280, "height": 900}

@@ -22,7 +22,7 @@ from tests.support.stack_auth import API_AUTH, GATEWAY_LGOS_KEY, LITELLM_DEV_KEY
 from tests.support.two_users import Person, UserStack, openwebui_users
 
 START_DEADLINE = 300.0  # seconds, per piece: LiteLLM and Open WebUI import for minutes when busy
-ADMIN = ("admin@example.com", "admin-password")
+ADMIN = ("openwebui@example.com", "openwebui-dev-password")
 
 
 def run_step(command: list[str], timeout: float) -> None:
