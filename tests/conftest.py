@@ -12,6 +12,7 @@ from openai import AsyncOpenAI
 from lgos import InMemoryBackgroundBackend, LanggraphOpenaiServe
 from tests.support import hatchet
 from tests.support.graphs import Probe, build_registry
+from tests.support.sdk import asgi_http, strict_sdk
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -54,17 +55,13 @@ async def app(probe: Probe) -> AsyncIterator[FastAPI]:
 
 @pytest.fixture
 async def http(app: FastAPI) -> AsyncIterator[httpx2.AsyncClient]:
-    transport = httpx2.ASGITransport(app=app)
-    async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
+    """Raw HTTP to `app` in this process (the `app` fixture nearest the test)."""
+    async with asgi_http(app) as client:
         yield client
 
 
 @pytest.fixture
 def client(http: httpx2.AsyncClient) -> AsyncOpenAI:
-    return AsyncOpenAI(
-        base_url="http://test/v1",
-        api_key="test",
-        http_client=http,
-        _strict_response_validation=True,
-        max_retries=0,
-    )
+    """The official SDK in strict mode over `app`: the one meaning of `client` in the tests. A
+    folder or module that serves another app overrides `app`, never `client`."""
+    return strict_sdk(http)

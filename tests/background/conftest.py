@@ -107,7 +107,7 @@ class Deployment:
         for process in [*self.apis, *self.workers.values()]:
             process.stop()
 
-    def client(self, index: int = 0) -> AsyncOpenAI:
+    def sdk(self, index: int = 0) -> AsyncOpenAI:
         """The SDK in strict mode on API `index` (one client per API, closed after each test)."""
         index %= len(self.apis)
         if index not in self._clients:

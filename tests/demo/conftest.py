@@ -1,4 +1,4 @@
-"""Fixtures: the demo registry served in-process, and the official SDK in strict mode."""
+"""The demo registry served in-process: the shared `client` (tests/conftest.py) talks to it."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 from fastapi import FastAPI
-from openai import AsyncOpenAI
 
 from demo.graphs.models import API_KEY_VARIABLE, BASE_URL_VARIABLE, MODEL_VARIABLE
-from tests.demo.support import demo_app, sdk_client
+from tests.demo.support import demo_app
 
 
 @pytest.fixture
@@ -20,9 +19,3 @@ async def app(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FastAPI]:
     application = demo_app()
     async with application.router.lifespan_context(application):
         yield application
-
-
-@pytest.fixture
-async def client(app: FastAPI) -> AsyncIterator[AsyncOpenAI]:
-    async with sdk_client(app) as sdk:
-        yield sdk

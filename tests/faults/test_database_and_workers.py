@@ -81,7 +81,7 @@ async def eventually(check: Callable[[], Awaitable[T | None]], what: str) -> T:
 
 async def finished(dbos: Deployment, response_id: str, api: int = 0) -> Response:
     async def terminal() -> Response | None:
-        response = await dbos.client(api).responses.retrieve(response_id)
+        response = await dbos.sdk(api).responses.retrieve(response_id)
         return None if response.status in ("queued", "in_progress") else response
 
     return await eventually(terminal, f"{response_id} to finish")
@@ -109,7 +109,7 @@ async def test_database_restart_with_runs_queued_running_and_paused(
 
 
 async def restart_scenario(dbos: Deployment, cluster: Cluster) -> None:
-    api = dbos.client(0)
+    api = dbos.sdk(0)
     # Paused: a foreground pausable run waiting for its answer.
     paused = await api.responses.create(
         model="background-interrupt", input="Pause", metadata=NO_DELAY
@@ -143,7 +143,7 @@ async def restart_scenario(dbos: Deployment, cluster: Cluster) -> None:
         ], steps
         assert [step for step, event, _ in steps if event == "started"].count("step_1") == 1, steps
     # The idle API answers the pause, and both APIs take new work at once.
-    answered = await dbos.client(1).responses.create(
+    answered = await dbos.sdk(1).responses.create(
         model="background-interrupt",
         previous_response_id=paused.id,
         input=[{"type": "function_call_output", "call_id": review.call_id, "output": "approve"}],
@@ -152,13 +152,13 @@ async def restart_scenario(dbos: Deployment, cluster: Cluster) -> None:
     assert answered.status == "completed"
     assert answered.output_text == "Background report for: Pause"
     for index in (0, 1):
-        fresh = await dbos.client(index).responses.create(
+        fresh = await dbos.sdk(index).responses.create(
             model="background-mock", input=f"after {index}", background=True, metadata=NO_DELAY
         )
         assert (await finished(dbos, fresh.id, api=index)).output_text == (
             f"Background report for: after {index}"
         )
-        again = await dbos.client(index).responses.create(
+        again = await dbos.sdk(index).responses.create(
             model="background-interrupt", input="again", metadata=NO_DELAY
         )
         assert again.output[-1].type == "function_call"
@@ -190,20 +190,18 @@ async def test_idle_api_survives_a_restart(dbos: Deployment, cluster: Cluster) -
         # The very first requests after the restart succeed: dead pooled connections are
         # replaced, not handed out.
         for index in (0, 1):
-            paused = await dbos.client(index).responses.create(
+            paused = await dbos.sdk(index).responses.create(
                 model="background-interrupt", input="first", metadata=NO_DELAY
             )
             assert paused.status == "completed"
-            models = await dbos.client(index).models.list()
+            models = await dbos.sdk(index).models.list()
             assert models.data
 
 
 async def test_stopped_worker_loses_its_run_and_its_result(dbos: Deployment) -> None:
     async with asyncio.timeout(2 * DEADLINE_SECONDS):
         name = topic()
-        run = await dbos.client(0).responses.create(
-            model="gated-steps", input=name, background=True
-        )
+        run = await dbos.sdk(0).responses.create(model="gated-steps", input=name, background=True)
         stuck_pid = await step_seen(dbos, name, "step_2", "started")
         stuck = dbos.worker_with_pid(stuck_pid)
         stuck.process.send_signal(signal.SIGSTOP)
@@ -226,5 +224,5 @@ async def test_stopped_worker_loses_its_run_and_its_result(dbos: Deployment) -> 
             pid for step, event, pid in steps if event == "finished" and step != "step_1"
         }
         # The result kept is the replacement's, and it stays so.
-        again = await dbos.client(1).responses.retrieve(run.id)
+        again = await dbos.sdk(1).responses.retrieve(run.id)
         assert (again.status, again.output_text) == ("completed", steps_text(name))

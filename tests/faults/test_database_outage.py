@@ -141,7 +141,7 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
     # Running when the database goes: one gated run per worker slot, waiting at step_2.
     running = [topic() for _ in range(deployment.slots)]
     runs = {
-        name: await deployment.client(index).responses.create(
+        name: await deployment.sdk(index).responses.create(
             model="gated-steps", input=name, background=True
         )
         for index, name in enumerate(running)
@@ -159,8 +159,8 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
     refused_creates: dict[str, str] = {}  # Idempotency-Key -> topic
     sent = 0
     while time.monotonic() - stopped < OUTAGE_SECONDS:
-        api = deployment.client(sent % 2)
-        other = deployment.client(sent % 2 + 1)
+        api = deployment.sdk(sent % 2)
+        other = deployment.sdk(sent % 2 + 1)
         name, key = topic(), uuid.uuid4().hex
         try:
             await api.responses.create(
@@ -196,7 +196,7 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
     }
 
     # The first request after the database is back is served (how soon: a figure, not a test).
-    first = await deployment.client(0).responses.retrieve(runs[running[0]].id)
+    first = await deployment.sdk(0).responses.retrieve(runs[running[0]].id)
     timings.record("first request served after pg_ctl start", back)
     assert first.status == "in_progress"
 
@@ -217,7 +217,7 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
     retried = {}
     for key, name in refused_creates.items():
         retried[name] = await eventually(
-            lambda key=key, name=name: deployment.client(1).responses.create(
+            lambda key=key, name=name: deployment.sdk(1).responses.create(
                 model="gated-steps",
                 input=name,
                 background=True,
@@ -225,7 +225,7 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
             ),
             f"the create of {name} to be accepted",
         )
-    again = await deployment.client(0).responses.create(
+    again = await deployment.sdk(0).responses.create(
         model="gated-steps",
         input=next(iter(refused_creates.values())),
         background=True,

@@ -71,7 +71,7 @@ async def test_a_stopped_worker_loses_its_runs_and_gets_no_new_ones(
 
 
 async def stopped_worker_scenario(deployment: Deployment, count: int) -> None:
-    api = deployment.client(0)
+    api = deployment.sdk(0)
     names = [topic() for _ in range(count)]
     runs = {
         name: await api.responses.create(model="gated-steps", input=name, background=True)

@@ -56,7 +56,7 @@ async def test_each_end_is_one_verified_event(
 ) -> None:
     receiver.start()
     deployment: Deployment = deployment_for(engine, receiver)
-    client = deployment.client()
+    client = deployment.sdk()
     try:
         completed = await client.responses.create(
             model="background-mock", input="report", background=True, metadata=NO_DELAY
@@ -98,7 +98,7 @@ async def test_receiver_down_gets_the_event_when_back(
     engine: str, receiver: Receiver, deployment_for: Any
 ) -> None:
     deployment: Deployment = deployment_for(engine, receiver)
-    client = deployment.client()
+    client = deployment.sdk()
     try:
         created = await client.responses.create(
             model="background-mock", input="report", background=True, metadata=NO_DELAY
@@ -132,7 +132,7 @@ async def test_burst_of_runs_one_event_each(
     deployment: Deployment = deployment_for(engine, receiver)
     # A burst may find the database pool busy (503 with Retry-After): the SDK retries, and
     # the Idempotency-Key keeps a retried create one run.
-    client = deployment.client().with_options(max_retries=8)
+    client = deployment.sdk().with_options(max_retries=8)
     try:
         created = await asyncio.gather(
             *(
@@ -162,7 +162,7 @@ async def test_killed_api_and_worker_deliver_once_the_worker_is_back(
     engine: str, receiver: Receiver, deployment_for: Any
 ) -> None:
     deployment: Deployment = deployment_for(engine, receiver)
-    client = deployment.client()
+    client = deployment.sdk()
     try:
         created = await client.responses.create(
             model="background-mock", input="report", background=True, metadata=NO_DELAY
