@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 
 import httpx2
 import pytest
@@ -10,9 +10,20 @@ from fastapi import FastAPI
 from openai import AsyncOpenAI
 
 from lgos import InMemoryBackgroundBackend, LanggraphOpenaiServe
-from tests.support import hatchet
+from tests.support import hatchet, started
 from tests.support.graphs import Probe, build_registry
 from tests.support.sdk import asgi_http, strict_sdk
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A service fixture that failed to start errors once, in the first test that needed it;
+    the later tests that need it are skipped with a pointer there (tests/support/started.py)."""
+    report = yield
+    started.report_once(item, call, report)
+    return report
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

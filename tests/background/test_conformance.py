@@ -22,7 +22,7 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.postgres,
     pytest.mark.processes,
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(600, func_only=True),
 ]
 
 DEADLINE_SECONDS = 60.0

@@ -36,7 +36,7 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.postgres,
     pytest.mark.processes,
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(600, func_only=True),
 ]
 
 # A bound for a state the run reaches by itself (never a timing assertion).

@@ -29,7 +29,7 @@ pytestmark = [
     pytest.mark.processes,
     # Real API, worker and engine processes start inside these tests; on a loaded 2-core host
     # that alone passed 120 s (docs/design-choices.md: such modules mark 600 s).
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(600, func_only=True),
 ]
 
 T = TypeVar("T")

@@ -41,7 +41,7 @@ pytestmark = [
     pytest.mark.postgres,
     pytest.mark.processes,
     # Four processes (and an engine) start here, then a 20 s outage and its recovery.
-    pytest.mark.timeout(900),
+    pytest.mark.timeout(900, func_only=True),
 ]
 
 OUTAGE_SECONDS = 20.0

@@ -180,7 +180,7 @@ def deployment(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[Dep
 
 
 @pytest.mark.processes
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(900, func_only=True)
 async def test_a_frozen_worker_group_costs_no_node_a_second_execution(
     deployment: Deployment,
 ) -> None:

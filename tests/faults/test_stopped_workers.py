@@ -57,7 +57,7 @@ def deployment(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[Dep
             deployment.stop()
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(900, func_only=True)
 @pytest.mark.parametrize("runs", [1, 3])
 async def test_a_stopped_worker_loses_its_runs_and_gets_no_new_ones(
     deployment: Deployment, runs: int

@@ -12,7 +12,7 @@ import pytest
 from .suite_api import ApiSuite
 from .targets import Target, decode_litellm_id
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.live, pytest.mark.timeout(900, func_only=True)]
 
 
 class TestApiThroughLiteLLM(ApiSuite):

@@ -19,7 +19,7 @@ from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, Task, Tas
 
 from .targets import Target
 
-pytestmark = [pytest.mark.live, pytest.mark.anyio, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.live, pytest.mark.anyio, pytest.mark.timeout(900, func_only=True)]
 
 
 @pytest.fixture

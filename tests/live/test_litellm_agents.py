@@ -23,7 +23,7 @@ from tests.support.agents import run_forecaster
 
 from .targets import Target
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.live, pytest.mark.timeout(900, func_only=True)]
 
 MODEL = "everything-agent"
 QUESTION = "What is the weather in Paris"

@@ -35,7 +35,7 @@ from google.protobuf.struct_pb2 import Struct
 
 from tests.support.processes import Process, clean_environment, serving
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
 REGISTRY = "demo.registry:create_registry"
 COMPLETED = TaskState.TASK_STATE_COMPLETED

@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.processes import Process, clean_environment, serving
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
 
 @pytest.fixture(scope="module")

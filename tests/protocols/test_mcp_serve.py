@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.support.processes import Process, clean_environment, serving
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
 REGISTRY = "demo.registry:create_registry"
 ERAS = ["legacy", "2026-07-28"]

@@ -30,7 +30,7 @@ from tests.support.mcp_tasks import (
 )
 from tests.support.processes import Process, clean_environment, serving
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
 NOW = {"delay_seconds": 0}
 LONG = {"delay_seconds": 300}

@@ -21,7 +21,7 @@ from tests.stateful.servers import LgosServer, start_lgos
 from tests.stateful.test_stateful_processes import REGISTRY
 from tests.support.agents import run_forecaster
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(120, func_only=True)]
 
 
 @pytest.fixture(scope="module")

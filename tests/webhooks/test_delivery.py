@@ -22,7 +22,7 @@ pytestmark = [
     pytest.mark.postgres,
     pytest.mark.processes,
     pytest.mark.slow,
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(600, func_only=True),
 ]
 DURABLE_ENGINES = ["dbos", "hatchet"]
 ENGINES = ["memory", *DURABLE_ENGINES]
