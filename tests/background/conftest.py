@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -44,10 +45,13 @@ class Deployment:
         workers: int,
         extra_env: dict[str, str] | None = None,
         worker_groups: bool = False,
+        start_timeout: float = START_TIMEOUT,
     ) -> None:
         """`worker_groups`: each worker leads a process group of its own (with the children
-        an engine's SDK starts), which a test can freeze as a whole (`os.killpg`)."""
+        an engine's SDK starts), which a test can freeze as a whole (`os.killpg`).
+        `start_timeout`: how long each process may take to serve or run."""
         self.engine = engine
+        self.start_timeout = start_timeout
         self.uri = uri
         self.env = clean_environment(
             **(extra_env or {}),
@@ -79,7 +83,18 @@ class Deployment:
         self.apis = [spawn("serve", self.env, "--port", "0") for _ in range(self._api_count)]
         self.ensure_workers()
         for api in self.apis:
-            api.wait_until_serving(timeout=START_TIMEOUT)
+            api.wait_until_serving(timeout=self.start_timeout)
+
+    def ensure_running(self) -> None:
+        """(Re)start any API or worker a test killed, and wait until all serve and run."""
+        for index, api in enumerate(self.apis):
+            if not api.alive():
+                api.stop()
+                self._clients.pop(index, None)
+                self.apis[index] = spawn("serve", self.env, "--port", "0")
+        self.ensure_workers()
+        for api in self.apis:
+            api.wait_until_serving(timeout=self.start_timeout)
 
     def ensure_workers(self) -> None:
         """(Re)start any worker that is not running, and wait until all run."""
@@ -92,7 +107,7 @@ class Deployment:
                     own_group=self._worker_groups,
                 )
         for worker in self.workers.values():
-            worker.wait_for_record(is_message("worker.started"), timeout=START_TIMEOUT)
+            worker.wait_for_record(is_message("worker.started"), timeout=self.start_timeout)
 
     def worker_with_pid(self, pid: int) -> Process:
         for worker in self.workers.values():
@@ -184,15 +199,21 @@ def bg_database() -> Iterator[str]:
         yield uri
 
 
-def _deployment(
-    engine: str, uri: str, apis: int, workers: int, extra_env: dict[str, str] | None = None
-) -> Iterator[Deployment]:
-    deployment = Deployment(engine, uri, apis=apis, workers=workers, extra_env=extra_env)
+@contextmanager
+def running(deployment: Deployment) -> Iterator[Deployment]:
+    """`deployment` started (a start that fails stops what did start), stopped after the block."""
     try:
         deployment.start()
         yield deployment
     finally:
         deployment.stop()
+
+
+def _deployment(
+    engine: str, uri: str, apis: int, workers: int, extra_env: dict[str, str] | None = None
+) -> Iterator[Deployment]:
+    with running(Deployment(engine, uri, apis=apis, workers=workers, extra_env=extra_env)) as up:
+        yield up
 
 
 @pytest.fixture(scope="package")

@@ -18,8 +18,7 @@ from typing import Any, TypeVar
 import pytest
 from openai.types.responses import Response
 
-from tests.background import conftest as background_conftest
-from tests.background.conftest import Deployment, is_message
+from tests.background.conftest import Deployment, is_message, running
 from tests.background.test_conformance import NO_DELAY, topic
 from tests.faults.cluster import Cluster
 
@@ -41,16 +40,11 @@ START_SECONDS = 300.0
 
 @pytest.fixture(scope="module")
 def deployment(cluster: Cluster) -> Iterator[Deployment]:
-    deployment = Deployment("dbos", cluster.uri, apis=2, workers=2)
-    deployment.env["LGOS_WORKER_LEASE_SECONDS"] = str(LEASE_SECONDS)
     # Four processes importing LangGraph at once on a shared two-core machine: be patient.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(background_conftest, "START_TIMEOUT", START_SECONDS)
-        try:
-            deployment.start()
-            yield deployment
-        finally:
-            deployment.stop()
+    deployment = Deployment("dbos", cluster.uri, apis=2, workers=2, start_timeout=START_SECONDS)
+    deployment.env["LGOS_WORKER_LEASE_SECONDS"] = str(LEASE_SECONDS)
+    with running(deployment):
+        yield deployment
 
 
 @pytest.fixture

@@ -21,8 +21,7 @@ import openai
 import psycopg
 import pytest
 
-from tests.background import conftest as background_conftest
-from tests.background.conftest import Deployment
+from tests.background.conftest import Deployment, running
 from tests.background.test_conformance import NO_DELAY, topic
 from tests.faults.cluster import Cluster
 from tests.faults.test_database_and_workers import (
@@ -62,17 +61,13 @@ def deployment(
 ) -> Iterator[Deployment]:
     engine: str = request.param
     with _engine_settings(engine, cluster, tmp_path_factory) as extra_env:
-        deployment = Deployment(engine, _database(cluster, engine), apis=2, workers=2)
+        database = _database(cluster, engine)
+        deployment = Deployment(engine, database, apis=2, workers=2, start_timeout=START_SECONDS)
         deployment.env.update(extra_env)
         deployment.env["LGOS_POSTGRES_WAIT_SECONDS"] = WAIT_SECONDS
         deployment.env["LGOS_WORKER_LEASE_SECONDS"] = LEASE_SECONDS
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(background_conftest, "START_TIMEOUT", START_SECONDS)
-            try:
-                deployment.start()
-                yield deployment
-            finally:
-                deployment.stop()
+        with running(deployment):
+            yield deployment
 
 
 def _database(cluster: Cluster, name: str) -> str:

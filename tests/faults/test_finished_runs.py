@@ -33,8 +33,7 @@ from lgos.integrations.postgres import open_postgres
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.service import background, responses
 from lgos.wire import ids, responses_decoder
-from tests.background import conftest as background_conftest
-from tests.background.conftest import Deployment
+from tests.background.conftest import Deployment, running
 from tests.background.test_conformance import topic
 from tests.faults.cluster import Cluster
 from tests.faults.test_database_and_workers import (
@@ -168,15 +167,16 @@ def deployment(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[Dep
     engine = str(request.param)
     extra = request.getfixturevalue("hatchet_engine") if engine == "hatchet" else None
     deployment = Deployment(
-        engine, cluster.uri, apis=1, workers=2, extra_env=extra, worker_groups=True
+        engine,
+        cluster.uri,
+        apis=1,
+        workers=2,
+        extra_env=extra,
+        worker_groups=True,
+        start_timeout=START_SECONDS,
     )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(background_conftest, "START_TIMEOUT", START_SECONDS)
-        try:
-            deployment.start()
-            yield deployment
-        finally:
-            deployment.stop()
+    with running(deployment):
+        yield deployment
 
 
 @pytest.mark.processes

@@ -23,8 +23,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.background import conftest as background_conftest
-from tests.background.conftest import Deployment, is_message
+from tests.background.conftest import Deployment, is_message, running
 from tests.background.test_conformance import topic
 from tests.faults.cluster import Cluster
 from tests.faults.test_database_and_workers import (
@@ -47,14 +46,11 @@ RUNS_DURING_STOP = 3
 def deployment(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[Deployment]:
     engine = str(request.param)
     extra = request.getfixturevalue("hatchet_engine") if engine == "hatchet" else None
-    deployment = Deployment(engine, cluster.uri, apis=1, workers=2, extra_env=extra)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(background_conftest, "START_TIMEOUT", START_SECONDS)
-        try:
-            deployment.start()
-            yield deployment
-        finally:
-            deployment.stop()
+    deployment = Deployment(
+        engine, cluster.uri, apis=1, workers=2, extra_env=extra, start_timeout=START_SECONDS
+    )
+    with running(deployment):
+        yield deployment
 
 
 @pytest.mark.timeout(900, func_only=True)
