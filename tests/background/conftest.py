@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -231,11 +231,26 @@ def hatchet_deployment(bg_database: str, hatchet_engine: dict[str, str]) -> Iter
     yield from _deployment("hatchet", bg_database, apis=2, workers=2, extra_env=hatchet_engine)
 
 
-@pytest.fixture(params=["memory", "dbos", "hatchet"])
-async def deployment(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
+@asynccontextmanager
+async def _in_use(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
+    """The package's deployment of the engine `request.param` names, its workers running; the
+    SDK clients the test made are closed after it."""
     found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
     found.ensure_workers()
     try:
         yield found
     finally:
         await found.close_clients()
+
+
+@pytest.fixture(params=["memory", "dbos", "hatchet"])
+async def deployment(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
+    async with _in_use(request) as found:
+        yield found
+
+
+@pytest.fixture(params=["dbos", "hatchet"])
+async def workers(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
+    """The deployment of each engine that runs workers (two APIs, two workers)."""
+    async with _in_use(request) as found:
+        yield found

@@ -36,13 +36,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(params=["dbos", "hatchet"])
-async def workers(request: pytest.FixtureRequest) -> Deployment:
-    found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
-    found.ensure_workers()
-    return found
-
-
 def agent(deployment: Deployment, api: int, model: str) -> AbstractAsyncContextManager[Client]:
     url = f"{deployment.apis[api].base_url}/a2a/{model}"
     return a2a_client(url, streaming=True, http_timeout=120)

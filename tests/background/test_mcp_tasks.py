@@ -43,13 +43,6 @@ pytestmark = [
 DEADLINE_SECONDS = 180
 
 
-@pytest.fixture(params=["dbos", "hatchet"])
-async def workers(request: pytest.FixtureRequest) -> Deployment:
-    found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
-    found.ensure_workers()
-    return found
-
-
 @asynccontextmanager
 async def mcp(deployment: Deployment, api: int) -> AsyncIterator[Client]:
     async with httpx2.AsyncClient(timeout=120) as http:

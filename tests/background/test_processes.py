@@ -36,17 +36,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(params=["dbos", "hatchet"])
-async def workers(request: pytest.FixtureRequest) -> Deployment:
-    """The two-API, two-worker deployment of each engine that runs workers."""
-    found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
-    found.ensure_workers()
-    try:
-        yield found  # type: ignore[misc]
-    finally:
-        await found.close_clients()
-
-
 @pytest.fixture
 async def dbos_only(dbos_deployment: Deployment) -> Deployment:
     dbos_deployment.ensure_workers()

@@ -21,6 +21,7 @@ from openai.types.responses import Response
 from tests.background.conftest import Deployment, is_message, running
 from tests.background.test_conformance import NO_DELAY, topic
 from tests.faults.cluster import Cluster
+from tests.faults.conftest import START_SECONDS
 
 pytestmark = [
     pytest.mark.anyio,
@@ -35,7 +36,6 @@ T = TypeVar("T")
 # Waits here are conditions with a deadline, not timings: generous for a busy machine.
 DEADLINE_SECONDS = 180.0
 LEASE_SECONDS = 6
-START_SECONDS = 300.0
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,9 @@ import pytest
 from tests.background.conftest import Deployment, running
 from tests.background.test_conformance import NO_DELAY, topic
 from tests.faults.cluster import Cluster
+from tests.faults.conftest import START_SECONDS
 from tests.faults.test_database_and_workers import (
     DEADLINE_SECONDS,
-    START_SECONDS,
     eventually,
     finished,
     step_seen,

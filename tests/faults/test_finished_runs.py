@@ -33,12 +33,12 @@ from lgos.integrations.postgres import open_postgres
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.service import background, responses
 from lgos.wire import ids, responses_decoder
-from tests.background.conftest import Deployment, running
+from tests.background.conftest import Deployment
 from tests.background.test_conformance import topic
 from tests.faults.cluster import Cluster
+from tests.faults.conftest import engine_deployment
 from tests.faults.test_database_and_workers import (
     DEADLINE_SECONDS,
-    START_SECONDS,
     finished,
     step_seen,
     steps_text,
@@ -164,19 +164,7 @@ FREEZE_SECONDS = 60.0
 
 @pytest.fixture(scope="module", params=["dbos", "hatchet"])
 def deployment(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[Deployment]:
-    engine = str(request.param)
-    extra = request.getfixturevalue("hatchet_engine") if engine == "hatchet" else None
-    deployment = Deployment(
-        engine,
-        cluster.uri,
-        apis=1,
-        workers=2,
-        extra_env=extra,
-        worker_groups=True,
-        start_timeout=START_SECONDS,
-    )
-    with running(deployment):
-        yield deployment
+    yield from engine_deployment(request, cluster, apis=1, workers=2, worker_groups=True)
 
 
 @pytest.mark.processes

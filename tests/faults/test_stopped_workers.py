@@ -23,12 +23,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.background.conftest import Deployment, is_message, running
+from tests.background.conftest import Deployment, is_message
 from tests.background.test_conformance import topic
 from tests.faults.cluster import Cluster
+from tests.faults.conftest import engine_deployment
 from tests.faults.test_database_and_workers import (
     DEADLINE_SECONDS,
-    START_SECONDS,
     finished,
     step_seen,
     steps_text,
@@ -44,13 +44,7 @@ RUNS_DURING_STOP = 3
 
 @pytest.fixture(scope="module", params=["dbos", "hatchet"])
 def deployment(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[Deployment]:
-    engine = str(request.param)
-    extra = request.getfixturevalue("hatchet_engine") if engine == "hatchet" else None
-    deployment = Deployment(
-        engine, cluster.uri, apis=1, workers=2, extra_env=extra, start_timeout=START_SECONDS
-    )
-    with running(deployment):
-        yield deployment
+    yield from engine_deployment(request, cluster, apis=1, workers=2)
 
 
 @pytest.mark.timeout(900, func_only=True)
