@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -37,13 +37,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300,
 REGISTRY = "demo.registry:create_registry"
 COMPLETED = TaskState.TASK_STATE_COMPLETED
 INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Process]:
-    env = clean_environment(LGOS_BACKGROUND="memory")
-    with serving([REGISTRY, "--port", "0"], env) as process:
-        yield process
 
 
 def agent_url(server: Process, model: str) -> str:

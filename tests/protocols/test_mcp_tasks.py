@@ -9,7 +9,7 @@ processes and a restart."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -28,7 +28,7 @@ from tests.support.mcp_tasks import (
     get_task,
     update_task,
 )
-from tests.support.processes import Process, clean_environment, serving
+from tests.support.processes import Process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
@@ -36,13 +36,6 @@ NOW = {"delay_seconds": 0}
 LONG = {"delay_seconds": 300}
 # How long a poll loop waits for a state the engine reaches at once (a bound, not a timing).
 DEADLINE_SECONDS = 60
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Process]:
-    env = clean_environment(LGOS_BACKGROUND="memory", LGOS_SCOPE_HEADER="x-tenant")
-    with serving(["demo.registry:create_registry", "--port", "0"], env) as process:
-        yield process
 
 
 @asynccontextmanager
