@@ -61,8 +61,11 @@ _reported: dict[int, tuple[BaseException, str]] = {}
 
 
 def report_once(item: pytest.Item, call: pytest.CallInfo[Any], report: pytest.TestReport) -> None:
-    """Make a set-up error that an earlier test reported already a skip that points to it."""
-    if call.when != "setup" or call.excinfo is None or report.outcome != "failed":
+    """Make a set-up error that an earlier test reported already a skip that points to it.
+
+    The body counts too: a test that asks for a fixture there (`request.getfixturevalue`) gets
+    the same cached error. An error a test raises itself is a new object every time."""
+    if call.when == "teardown" or call.excinfo is None or report.outcome != "failed":
         return
     error = call.excinfo.value
     first = _reported.setdefault(id(error), (error, item.nodeid))[1]
