@@ -3,9 +3,9 @@
 pytest caches a package or session fixture's error and raises that same exception object
 again in the set-up of every later test that uses the fixture, so one service that did not
 start reads as N errors with N copies of its log. `report_once` (tests/conftest.py calls it
-for every test's set-up report) keeps the first as the error it is, with its traceback and the
-service's log, and turns each repeat into a skip that names the test that reported it: the run
-stays red, and its log shows the failure once.
+for every test's set-up and body report) keeps the first as the error it is, with its
+traceback and the service's log, and turns each repeat into a skip that names the test that
+reported it: the run stays red, and its log shows the failure once.
 
 The start itself must not count against the first test's timeout, or a slow start is reported
 as that test's timeout instead of the service's own deadline with its log: the modules whose
