@@ -21,7 +21,7 @@ from tests.support.stack_auth import USER_HEADER
 
 from .targets import Target
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.live, pytest.mark.timeout(900, func_only=True)]
 
 
 def as_user(target: Target, header: str, user: str) -> httpx2.Client:
