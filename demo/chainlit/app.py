@@ -631,11 +631,18 @@ async def run_background(
 
 class StatusLine(cl.Message):
     """The status line of a background run: a new message, or, for the answer to a review,
-    the paused run's own line, which then goes on telling the run's state."""
+    the paused run's own line, which then goes on telling the run's state.
 
-    def __init__(self, reuse_id: str | None = None) -> None:
+    A system message, not an assistant one: Chainlit puts copy and feedback buttons under the
+    last assistant message of a run, and a state is not an answer to copy or rate (the buttons
+    sat between the line and the review card). Every update of the line is one of these, or
+    the page and the data layer would take it for an assistant message again.
+    """
+
+    def __init__(self, reuse_id: str | None = None, content: str | None = None) -> None:
         options = {"id": reuse_id} if reuse_id else {}
-        super().__init__(content=ui.status_line("queued", 0), **options)
+        text = ui.status_line("queued", 0) if content is None else content
+        super().__init__(content=text, type="system_message", **options)
         self.reused = reuse_id is not None
 
     async def send(self) -> StatusLine:
@@ -735,7 +742,7 @@ async def resume_polling(record: dict[str, Any]) -> None:
         await cl.context.emitter.task_start()
         try:
             response = (await client.responses.retrieve(response_id)).model_dump()
-            status = cl.Message(id=record["status_message_id"], content="")
+            status = StatusLine(record["status_message_id"])
             response = await poll_until_terminal(response, status)
             cl.user_session.set(ACTIVE, None)
             await finish(response, False)
@@ -835,13 +842,16 @@ def review_card(message_id: str, element_id: str | None, props: dict[str, Any]) 
 
 
 async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
-    """One review card per pending question; the whole review is saved at once."""
+    """One review card per pending question; the whole review is saved at once, before any
+    card shows: a reload as soon as a card is on the page (its session then resumes the
+    thread from what was saved) must find the review, or the card it draws answers nothing."""
     record: dict[str, Any] = {
         "response_id": response_id,
         "calls": [],
         "answers": {},
         "status_message_id": cl.user_session.get(PAUSED_STATUS),
     }
+    messages = []
     for call in calls:
         question = ui.parse_review(call)
         # The card alone: no text repeating it, and outside the run's steps, so Chainlit adds
@@ -852,7 +862,7 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
             name=REVIEW_CARD, props=ui.card_props(response_id, question), display="inline"
         )
         message.elements = [card]
-        await message.send()
+        messages.append(message)
         record["calls"].append(
             {
                 "call_id": call["call_id"],
@@ -862,6 +872,8 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
             }
         )
     await persist(PENDING, record)
+    for message in messages:
+        await message.send()
     await answer_standing_choices(record)
 
 
@@ -937,7 +949,7 @@ async def answer_review(response_id: str, call_id: str, answer: str, typed: bool
         if record.get("status_message_id"):
             # The run still waits for its review: its line says so again, never "Failed".
             paused = ui.status_line("completed", 0, paused=True)
-            await cl.Message(id=record["status_message_id"], content=paused).update()
+            await StatusLine(record["status_message_id"], paused).update()
         if refused is not None and typed:
             await cl.Message(
                 content=f"**Not accepted:** {refused} The review above is still waiting: "
@@ -1049,7 +1061,7 @@ async def on_stop() -> None:
         # Chainlit itself says "Task manually stopped."; the status line says how the run ended.
         elapsed = time.time() - (active.get("created_at") or time.time())
         content = ui.status_line(status, elapsed)
-        await cl.Message(id=active["status_message_id"], content=content).update()
+        await StatusLine(active["status_message_id"], content).update()
 
 
 @cl.on_chat_resume

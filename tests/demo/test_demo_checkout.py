@@ -159,6 +159,37 @@ def test_reset_db_forgets_what_both_uis_keep(checkouts: list[Path]) -> None:
     assert not (checkout / "demo" / ".run" / "hatchet.env").exists()
 
 
+@pytest.mark.timeout(120)
+def test_chainlit_started_alone_uses_the_checkouts_database(checkouts: list[Path]) -> None:
+    urls = []
+    for checkout in checkouts:
+        # run.sh as `bash demo/chainlit/run.sh` runs it, with stand-ins for its environment:
+        # the database step and Chainlit itself say which database they were given.
+        chainlit = checkout / "demo" / "chainlit"
+        (chainlit / ".venv" / "bin").mkdir(parents=True)
+        shutil.copy(ROOT / "demo" / "chainlit" / "run.sh", chainlit / "run.sh")
+        stand_ins = {
+            chainlit / "setup.sh": "exit 0",
+            **{
+                chainlit / ".venv" / "bin" / name: f'echo "{name} $DATABASE_URL"'
+                for name in ("python", "chainlit")
+            },
+        }
+        for path, script in stand_ins.items():
+            path.write_text(f"#!/bin/sh\n{script}\n")
+            path.chmod(0o755)
+        env = shell(CHAINLIT_AUTH_SECRET="test-only")
+        done = subprocess.run(
+            ["bash", str(chainlit / "run.sh")], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        # The same database `just demo/chainlit` gives it: this checkout's, not a shared one.
+        expected = evaluate(checkout, "chainlit_db", env)
+        assert done.stdout.splitlines() == [f"python {expected}", f"chainlit {expected}"]
+        urls.append(expected)
+    assert urls[0] != urls[1], urls
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_up_shows_the_local_engine_as_what_it_serves(checkouts: list[Path], alive: int) -> None:

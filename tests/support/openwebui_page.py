@@ -15,6 +15,9 @@ from playwright.sync_api import Page, expect
 
 # How long a chat may keep failing to load while the machine's network changes.
 OPEN_DEADLINE_SECONDS = 180
+# The labels of two demo settings in the chat's settings dialog (demo/openwebui/sync.py).
+BACKGROUND = "Run in background"
+DELAY = "Delay Seconds"
 
 
 def http_json(method: str, url: str, body: Any = None, token: str | None = None) -> Any:
@@ -84,3 +87,30 @@ def review_card(page: Page) -> Any:
 def status_line(page: Page) -> Any:
     """The status line under the model name of the (last) answer."""
     return page.get_by_role("button", name="Toggle status history").last
+
+
+def settings_dialog(page: Page) -> Any:
+    """The selected graph's settings: the dialog of the chat box's Chat Variables button."""
+    page.get_by_role("button", name="Chat Variables").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Chat Variables")
+    return dialog
+
+
+def setting(dialog: Any, label: str) -> Any:
+    """The field of one setting in the settings dialog, found by the start of its label."""
+    row = dialog.locator("div.py-0\\.5", has_text=label)
+    return row.locator("input, select, textarea").first
+
+
+def change_settings(page: Page, values: dict[str, str]) -> None:
+    """Set some of the chat's settings in the dialog, as a user does, and save them."""
+    dialog = settings_dialog(page)
+    for label, value in values.items():
+        field = setting(dialog, label)
+        if field.evaluate("e => e.tagName") == "SELECT":
+            field.select_option(value)
+        else:
+            field.fill(value)
+    dialog.get_by_role("button", name="Save").click()
+    expect(dialog).to_be_hidden()

@@ -32,6 +32,8 @@ from playwright.sync_api import Browser, Page, expect
 from tests.support.browser import loopback_context
 from tests.support.chainlit_page import Chat
 from tests.support.openwebui_page import (
+    DELAY,
+    change_settings,
     expect_finished,
     http_json,
     last_answer,
@@ -267,17 +269,9 @@ def waiting_review(stack: UserStack, chat_id: str) -> dict[str, Any] | None:
     return next((entry for key, entry in entries.items() if key.endswith(f" {chat_id}")), None)
 
 
-def set_valves(stack: UserStack, person: Person, **values: Any) -> None:
-    """What the person sets under Controls > Valves, for every LGOS model."""
-    token = stack.openwebui_tokens[person.login]
-    url = f"{stack.openwebui_url}/api/v1/functions/id/lgos/valves/user/update"
-    http_json("POST", url, {"run_in_background": None, **values}, token)
-
-
 def openwebui_users_stay_apart(user_stack: UserStack, users_browser: Browser) -> None:
     alice, bob = user_stack.openwebui_users
     # Alice: a review waiting for her, and a background run of five minutes.
-    set_valves(user_stack, alice, run_in_background=True, delay_seconds=300)
     review = openwebui_page(users_browser, user_stack, alice)
     open_chat(review, user_stack.openwebui_url, "lgos.interruptible-approval")
     send(review, "Alice plan")
@@ -287,6 +281,8 @@ def openwebui_users_stay_apart(user_stack: UserStack, users_browser: Browser) ->
     review_id, call_id = waiting["response_id"], waiting["calls"][0]["call_id"]
     report = openwebui_page(users_browser, user_stack, alice)
     open_chat(report, user_stack.openwebui_url, "lgos.background-mock")
+    # Five minutes, in the background (this graph's own choice): still running when Bob tries.
+    change_settings(report, {DELAY: "300"})
     send(report, "Alice report")
     expect(status_line(report)).to_have_text("Running · Preparing the report")
     report_chat = chat_id_of(report)

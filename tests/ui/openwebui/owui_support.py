@@ -7,10 +7,12 @@ test folder of the repository uses.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from tests.support.openwebui_page import http_json as http_json
 from tests.support.processes import LGOS, Process, answering, free_port
@@ -30,6 +32,19 @@ class Gateway:
     function: str
     url: str
     key: str
+
+
+def stored_chat(url: str, token: str, page: Page) -> dict[str, Any]:
+    """The chat of the page as Open WebUI stored it."""
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+"))
+    chat_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    return dict(http_json("GET", f"{url}/api/v1/chats/{chat_id}", token=token)["chat"])
+
+
+def last_message(url: str, token: str, page: Page) -> dict[str, Any]:
+    """The chat's last message as Open WebUI stored it (content, status history)."""
+    chat = stored_chat(url, token, page)
+    return dict(chat["history"]["messages"][chat["history"]["currentId"]])
 
 
 def start(command: list[str], log: Path, env: dict[str, str], ready_url: str) -> Process:
