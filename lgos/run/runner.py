@@ -68,9 +68,9 @@ def runnable_config(
         recursion_limit=config.recursion_limit,
         run_name=f"invoke_workflow {request.model}",  # as the OpenTelemetry span is named
     )
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, str] = {}
     if checkpointing is not None:
-        configurable: dict[str, Any] = {"thread_id": checkpointing.thread_id}
+        configurable = {"thread_id": checkpointing.thread_id}
         metadata["lgos.run_id"] = checkpointing.run_id
         if checkpointing.checkpoint_id is not None:
             configurable["checkpoint_id"] = checkpointing.checkpoint_id
