@@ -79,8 +79,8 @@ class JSONFormatter(logging.Formatter):
 
 class StdoutHandler(log_fields.FieldsHandler):
     """`lgos serve`'s handler: a `StreamHandler` that writes a request's record directly when
-    it is configured as `logging_config` configures it, JSON through `RequestContextFilter`,
-    the same line the logging machinery would write (with the time read the same way)."""
+    it is configured as `logging_config` configures it (JSON, through `RequestContextFilter`):
+    the line the filter and the formatter would make of the record, field for field."""
 
     def write_fields(
         self, level: int, logger: str, message: str, fields: dict[str, object]
@@ -89,12 +89,25 @@ class StdoutHandler(log_fields.FieldsHandler):
             type(each) is not RequestContextFilter for each in self.filters
         ):
             return False
-        created = time.time()  # as `LogRecord` reads it
-        stamped = dict(fields)
-        stamp(stamped)
-        line = _ENCODER.encode(
-            _payload(created, logging.getLevelName(level), logger, message, stamped)
-        )
+        payload: dict[str, object] = {
+            # `time.time()`, as a `LogRecord` reads it
+            "timestamp": datetime.fromtimestamp(time.time(), UTC).isoformat(),
+            "level": logging.getLevelName(level).lower(),
+            "logger": logger,
+            "message": message,
+        }
+        for key, value in fields.items():
+            if key not in _STANDARD and key[:1] != "_":
+                payload[key] = value
+        # What `stamp` adds to a record holding `fields`, less what the formatter leaves out.
+        for key, value in log_fields.current().items():
+            if key not in fields and key not in _STANDARD and key[:1] != "_":
+                payload[key] = value
+        span_context = trace.get_current_span().get_span_context()
+        if span_context.is_valid and "trace_id" not in payload:
+            payload["trace_id"] = trace.format_trace_id(span_context.trace_id)
+            payload["span_id"] = trace.format_span_id(span_context.span_id)
+        line = _ENCODER.encode(payload)
         with self.lock:  # type: ignore[union-attr]  # created with the handler
             try:
                 self.stream.write(line + self.terminator)

@@ -14,6 +14,9 @@ import httpx2
 import pytest
 from fastapi import APIRouter, FastAPI
 from openai import AsyncOpenAI, AuthenticationError
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -247,10 +250,16 @@ def _request_record_lines(
     logger.addHandler(handler)
     if extra_handler is not None:
         logger.addHandler(extra_handler)
-    token = log_fields.bind(request_id="req-7", model="sample", stream=False)
+    # A field the record sets itself (it wins), one kept private, and a trace to stamp.
+    token = log_fields.bind(
+        request_id="req-7", model="sample", stream=False, _hidden=1, **{"http.route": "/x"}
+    )
+    span = NonRecordingSpan(SpanContext(trace_id=7, span_id=9, is_remote=False))
+    attached = otel_context.attach(trace.set_span_in_context(span))
     try:
         request_log._log("POST", "/v1/chat/completions", 200, time.perf_counter(), quiet=False)
     finally:
+        otel_context.detach(attached)
         log_fields.reset(token)
         logger.removeHandler(handler)
         if extra_handler is not None:
@@ -292,6 +301,8 @@ def test_the_request_record_is_the_same_line_with_or_without_other_handlers() ->
         "request_id": "req-7",
         "model": "sample",
         "stream": False,
+        "trace_id": f"{7:032x}",
+        "span_id": f"{9:016x}",
     }
 
 
