@@ -41,8 +41,10 @@ class FieldsHandler(logging.StreamHandler):  # type: ignore[type-arg]  # any tex
     `LogRecord` and the logging machinery around it: for the one record every request writes,
     where that machinery costs more than the rest of the record.
 
-    `write_fields` returns False when this handler cannot (its formatter or filters are not
-    ones it can reproduce); the caller then logs the ordinary way.
+    `fields` are the record's extras, named as `extra=` may name them (no `LogRecord`
+    attribute, no leading underscore). `write_fields` returns False when this handler cannot
+    (its formatter or filters are not ones it can reproduce); the caller then logs the
+    ordinary way.
     """
 
     def write_fields(

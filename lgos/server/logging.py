@@ -85,9 +85,9 @@ class StdoutHandler(log_fields.FieldsHandler):
     def write_fields(
         self, level: int, logger: str, message: str, fields: dict[str, object]
     ) -> bool:
-        if type(self.formatter) is not JSONFormatter or any(
-            type(each) is not RequestContextFilter for each in self.filters
-        ):
+        if type(self.formatter) is not JSONFormatter or [type(each) for each in self.filters] != [
+            RequestContextFilter
+        ]:
             return False
         payload: dict[str, object] = {
             # `time.time()`, as a `LogRecord` reads it
@@ -96,9 +96,7 @@ class StdoutHandler(log_fields.FieldsHandler):
             "logger": logger,
             "message": message,
         }
-        for key, value in fields.items():
-            if key not in _STANDARD and key[:1] != "_":
-                payload[key] = value
+        payload.update(fields)  # extras, named as `extra=` may name them
         # What `stamp` adds to a record holding `fields`, less what the formatter leaves out.
         for key, value in log_fields.current().items():
             if key not in fields and key not in _STANDARD and key[:1] != "_":

@@ -280,6 +280,11 @@ def test_the_request_record_is_the_same_line_with_or_without_other_handlers() ->
         def emit(self, record: logging.LogRecord) -> None:
             self.records.append(record)
 
+    # Without the request fields filter the record would lack them: such a handler declines.
+    unfiltered = StdoutHandler(io.StringIO())
+    unfiltered.setFormatter(JSONFormatter())
+    assert not unfiltered.write_fields(logging.INFO, "lgos.http.request", "http.request", {})
+
     kept = Kept()
     [direct] = _request_record_lines(io.StringIO(), extra_handler=None)
     [standard] = _request_record_lines(io.StringIO(), extra_handler=kept)
