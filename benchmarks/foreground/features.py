@@ -209,15 +209,14 @@ def _no_workflow_span() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _no_usage_callback() -> Iterator[None]:
-    """The `UsageCollector` handed to LangChain as a callback (usage then reads zero)."""
+    """The `UsageCollector` LangChain adds to the run's callback managers (usage then reads
+    zero): the runner sets a context variable no configure hook reads."""
+    from contextvars import ContextVar
+
     from lgos.run import runner
 
-    original = runner.runnable_config
-
-    def without_usage(config: Any, request: Any, checkpointing: Any, usage: Any = None) -> Any:
-        return original(config, request, checkpointing, None)
-
-    with _patched(runner, "runnable_config", without_usage):
+    unread: ContextVar[Any] = ContextVar("unread_usage", default=None)
+    with _patched(runner, "collecting", unread):
         yield
 
 
