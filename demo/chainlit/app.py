@@ -9,6 +9,7 @@ it with `LGOS_BASE_URL` (or `OPENAI_BASE_URL`).
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import os
 import time
@@ -27,12 +28,19 @@ from chainlit.config import (
     FeaturesSettings,
     SpontaneousFileUploadFeature,
 )
+from chainlit.context import ChainlitContextException
 from chainlit.data import get_data_layer
 from chainlit.data.chainlit_data_layer import ChainlitDataLayer
 from chainlit.element import Element
 from chainlit.input_widget import InputWidget, NumberInput, Select, Slider, Switch, TextInput
 from chainlit.utils import utc_now
-from openai import APIConnectionError, APIError, APIStatusError, AsyncOpenAI
+from openai import (
+    APIConnectionError,
+    APIError,
+    APIStatusError,
+    AsyncOpenAI,
+    DefaultAsyncHttpxClient,
+)
 
 BASE_URL = (
     os.environ.get("LGOS_BASE_URL")
@@ -41,8 +49,16 @@ BASE_URL = (
 )
 # LGOS itself needs no key; a gateway may. The SDK refuses an empty key, hence the filler.
 API_KEY = os.environ.get("LGOS_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
-DEMO_USER = os.environ.get("LGOS_CHAINLIT_USER", "demo")
-DEMO_PASSWORD = os.environ.get("LGOS_CHAINLIT_PASSWORD", "demo")
+# The mock login's users, `name:password` entries (each user's threads, runs and reviews are
+# their own, down to LGOS: see `name_the_user`).
+USERS = dict(
+    entry.strip().split(":", 1)
+    for entry in os.environ.get("LGOS_CHAINLIT_USERS", "demo:demo,guest:guest").split(",")
+    if ":" in entry
+)
+# LiteLLM's standard end-user header: the gateway passes the user on to LGOS as the owner of
+# what the request creates (demo/litellm/lgos_owner.py, docs/security.md).
+END_USER_HEADER = "x-litellm-end-user-id"
 POLL_SECONDS = float(os.environ.get("LGOS_CHAINLIT_POLL_SECONDS", "1"))
 DB_POOL_SIZE = int(os.environ.get("LGOS_CHAINLIT_DB_POOL_SIZE", "4"))
 # Named in the chat when a piece is down: what LGOS_BASE_URL is, the command that starts it,
@@ -51,7 +67,29 @@ UPSTREAM_NAME = os.environ.get("LGOS_UPSTREAM_NAME") or "the LGOS API"
 UPSTREAM_START = os.environ.get("LGOS_UPSTREAM_START", "")
 WORKER_START = os.environ.get("LGOS_WORKER_START", "just demo/worker")
 
-client = AsyncOpenAI(base_url=BASE_URL, api_key=API_KEY)
+
+def signed_in_user() -> str | None:
+    """The identifier of the user whose session this code runs for, if any."""
+    try:
+        user = cl.context.session.user
+    except ChainlitContextException:  # outside a session (start-up)
+        return None
+    return user.identifier if user is not None else None
+
+
+async def name_the_user(request: httpx.Request) -> None:
+    """Every request says which signed-in user it is for, so that one user never reaches
+    another's runs and reviews (pollers and resumed threads run in their session too)."""
+    user = signed_in_user()
+    if user:
+        request.headers[END_USER_HEADER] = f"chainlit:{user}"
+
+
+client = AsyncOpenAI(
+    base_url=BASE_URL,
+    api_key=API_KEY,
+    http_client=DefaultAsyncHttpxClient(event_hooks={"request": [name_the_user]}),
+)
 
 # Session keys. HISTORY and PENDING are JSON and also written to the thread's metadata in
 # PostgreSQL, so a reload or a restarted Chainlit finds them again (see `persist`).
@@ -110,8 +148,9 @@ def data_layer() -> ChainlitDataLayer | None:
 
 @cl.password_auth_callback
 def login(username: str, password: str) -> cl.User | None:
-    """The demo's mock login: one fixed user, so threads persist per user."""
-    if username == DEMO_USER and password == DEMO_PASSWORD:
+    """The demo's mock login (LGOS_CHAINLIT_USERS), so threads persist per user."""
+    expected = USERS.get(username)
+    if expected is not None and hmac.compare_digest(password.encode(), expected.encode()):
         return cl.User(identifier=username, metadata={"provider": "mock"})
     return None
 

@@ -7,7 +7,7 @@
 #   DATABASE_URL                     Chainlit's PostgreSQL (default postgresql://postgres@127.0.0.1:5432/lgos_chainlit;
 #                                    set it to "" to run without persistence)
 #   CHAINLIT_AUTH_SECRET             session signing secret; generated into .auth_secret (gitignored) when unset
-#   LGOS_CHAINLIT_USER / LGOS_CHAINLIT_PASSWORD   the mock login (default demo / demo)
+#   LGOS_CHAINLIT_USERS              the mock login's users, name:password,... (default demo:demo,guest:guest)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$here/setup.sh"

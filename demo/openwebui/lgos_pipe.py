@@ -721,13 +721,8 @@ class Pipe:
         self.valves = self.Valves()
         self.pending = PendingReviews(data_folder())
 
-    def _client(self) -> httpx.AsyncClient:
-        headers = {"Authorization": f"Bearer {self.valves.api_key}"} if self.valves.api_key else {}
-        return httpx.AsyncClient(
-            base_url=self.valves.base_url.rstrip("/"),
-            headers=headers,
-            timeout=httpx.Timeout(self.valves.timeout_seconds, connect=10.0),
-        )
+    def _client(self, user: dict[str, Any] | None = None) -> httpx.AsyncClient:
+        return lgos_client(self.valves, str((user or {}).get("id") or ""))
 
     async def pipes(self) -> list[dict[str, str]]:
         """One Open WebUI model per LGOS model; called whenever Open WebUI lists models."""
@@ -766,7 +761,7 @@ class Pipe:
         metadata = __metadata__ or {}
         turn = _Turn(self.valves, model, values, __event_emitter__, __event_call__)
         turn.function_id = body["model"].split(".", 1)[0]
-        async with self._client() as client:
+        async with self._client(__user__) as client:
             turn.client = client
             try:
                 attachments = await attached_files(metadata)
@@ -828,18 +823,32 @@ class Action:
             "user_id": user_id,
             "session_id": body.get("session_id"),
         }
-        headers = {"Authorization": f"Bearer {valves.api_key}"} if valves.api_key else {}
         writer = await MessageText.open(metadata, metadata["message_id"])
         turn.rewrite = writer
-        async with httpx.AsyncClient(
-            base_url=valves.base_url.rstrip("/"),
-            headers=headers,
-            timeout=httpx.Timeout(valves.timeout_seconds, connect=10.0),
-        ) as client:
+        async with lgos_client(valves, user_id) as client:
             turn.client = client
             async for text in turn.run([], metadata, self.pending, resume=review):
                 if text and writer is not None:
                     await writer.append(text)
+
+
+# The header Open WebUI itself names its signed-in user in (ENABLE_FORWARD_USER_INFO_HEADERS):
+# the LiteLLM gateway reads it as the end user and passes it on to LGOS as the owner of what
+# the request creates, so one user never reaches another's runs and reviews
+# (demo/litellm/lgos_owner.py, docs/security.md).
+USER_ID_HEADER = "X-OpenWebUI-User-Id"
+
+
+def lgos_client(valves: "PipeValves", user_id: str) -> httpx.AsyncClient:
+    """An HTTP client for LGOS (or the gateway) that acts for the user `user_id`."""
+    headers = {"Authorization": f"Bearer {valves.api_key}"} if valves.api_key else {}
+    if user_id:
+        headers[USER_ID_HEADER] = user_id
+    return httpx.AsyncClient(
+        base_url=valves.base_url.rstrip("/"),
+        headers=headers,
+        timeout=httpx.Timeout(valves.timeout_seconds, connect=10.0),
+    )
 
 
 async def pipe_settings(function_id: str, user_id: str) -> tuple["PipeValves", dict[str, Any]]:

@@ -12,13 +12,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support import hatchet
 from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,31 +159,10 @@ def test_reset_db_forgets_what_both_uis_keep(checkouts: list[Path]) -> None:
     assert not (checkout / "demo" / ".run" / "hatchet.env").exists()
 
 
-@pytest.fixture
-def alive() -> Iterator[int]:
-    """The pid of a live process (it waits on its stdin until the test ends)."""
-    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=-1)
-    try:
-        yield process.pid
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        process.wait(timeout=30)
-
-
-def hatchet_build() -> Path:
-    version = re.search(
-        r'HATCHET_VERSION="\$\{HATCHET_VERSION:-(v[0-9.]+)\}"',
-        (ROOT / "scripts" / "setup-hatchet.sh").read_text(),
-    )
-    assert version, "no pinned version in scripts/setup-hatchet.sh"
-    return ROOT / ".cache" / "hatchet" / version[1] / "bin"
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_up_shows_the_local_engine_as_what_it_serves(checkouts: list[Path], alive: int) -> None:
-    if not (hatchet_build() / "hatchet-lite").exists():
+    if not (hatchet.bin_dir() / "hatchet-lite").exists():
         pytest.skip("the Hatchet engine is not built (just setup needs Go)")
     checkout = checkouts[0]
     (checkout / ".cache").mkdir()

@@ -1,16 +1,41 @@
-"""Open WebUI with the LGOS Pipe as a person uses it, in words of the page (Playwright): open a
-chat with a graph, type, read the answer and its status line, find the review card. Used by the
-Open WebUI browser tests and by the compose stack's browser pass."""
+"""Open WebUI with the LGOS Pipe as a person uses it, in words of the page (Playwright): log in,
+open a chat with a graph, type, read the answer and its status line, find the review card; and
+Open WebUI's REST API, for what the tests set up and read back. Used by the Open WebUI browser
+tests, the two-users tests and the compose stack's browser pass."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
+import urllib.request
 from typing import Any
 
 from playwright.sync_api import Page, expect
 
 # How long a chat may keep failing to load while the machine's network changes.
 OPEN_DEADLINE_SECONDS = 180
+
+
+def http_json(method: str, url: str, body: Any = None, token: str | None = None) -> Any:
+    """One call of Open WebUI's REST API (with a user's session token), its JSON answer."""
+    request = urllib.request.Request(
+        url, data=None if body is None else json.dumps(body).encode(), method=method
+    )
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read().decode() or "null")
+
+
+def log_in(page: Page, url: str, email: str, password: str) -> None:
+    """Sign in on Open WebUI's login page (WEBUI_AUTH=true), as a person does."""
+    page.goto(f"{url}/auth", wait_until="domcontentloaded")
+    page.locator("input[type=email]").fill(email)
+    page.locator("input[type=password]").fill(password)
+    page.get_by_role("button", name=re.compile("sign in", re.I)).click()
+    expect(page.locator("#chat-input")).to_be_visible()
 
 
 def open_chat(page: Page, url: str, model: str) -> None:
