@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import httpx2
 import pytest
 from fastapi import FastAPI
 from langgraph.constants import TAG_NOSTREAM
@@ -17,6 +16,7 @@ from openai import AsyncOpenAI
 from demo.graphs.fake_model import ScriptedChatModel
 from lgos import GraphConfig, GraphRegistry, LanggraphOpenaiServe
 from lgos.wire import ids
+from tests.support.sdk import in_process_sdk
 
 pytestmark = pytest.mark.anyio
 
@@ -152,15 +152,7 @@ async def test_usage_counts_calls_in_threads_tasks_and_subgraphs() -> None:
     )
     application = FastAPI()
     LanggraphOpenaiServe(registry, application).bind_openai_api()
-    transport = httpx2.ASGITransport(app=application)
-    async with httpx2.AsyncClient(transport=transport, base_url="http://test") as http:
-        client = AsyncOpenAI(
-            base_url="http://test/v1",
-            api_key="test",
-            http_client=http,
-            _strict_response_validation=True,
-            max_retries=0,
-        )
+    async with in_process_sdk(application) as client:
         response = await client.responses.create(model="spread", input="count")
         async with client.responses.stream(model="spread", input="count") as stream:
             streamed = await stream.get_final_response()
