@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
-import gc
 import os
 import re
 import shutil
@@ -30,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.foreground import bare, features
+from benchmarks.foreground import features
 
 _HELPER = """
 #include <valgrind/callgrind.h>
@@ -49,31 +48,11 @@ def _compile_helper(directory: Path) -> Path:
 
 async def _batches(args: argparse.Namespace, helper: Any, log_file: Any) -> None:
     """Inside Callgrind: each batch between a zero and a dump labelled `api|label|requests`."""
-    lgos = features._lgos_app(store=True)
-    nostore = features._lgos_app(store=False)
-    apps: dict[str, Any] = {"bare": bare.app, "lgos": lgos, "lgos-nostore": nostore}
     chosen = [f for f in features.FEATURES if not args.only or f.name in args.only]
-    async with contextlib.AsyncExitStack() as stack:
-        await stack.enter_async_context(lgos.router.lifespan_context(lgos))
-        await stack.enter_async_context(nostore.router.lifespan_context(nostore))
-        features._configure_logging(log_file)
-        for api in features.PATHS:
-            for app in apps.values():
-                await features._batch(app, api, args.warmup, 1)
-        gc.collect()
-        gc.freeze()
+    async with features.started_apps(log_file, args.warmup, 1) as apps:
         helper.dump(b"start-up")  # everything before the first batch, out of its figures
         for api in features.PATHS:
-            batches: list[tuple[str, Any, features.Feature | None]] = [
-                ("bare", apps["bare"], None),
-                ("lgos", apps["lgos"], None),
-            ]
-            batches += [
-                (f.name, apps["lgos-nostore" if f.nostore_app else "lgos"], f)
-                for f in chosen
-                if api in f.apis
-            ]
-            for label, app, feature in batches:
+            for label, app, feature in features.batches(api, apps, chosen):
                 with feature.switch_off() if feature else contextlib.nullcontext():
                     await features._batch(app, api, 20, 1)  # the batch's own first-call paths
                     helper.zero()
