@@ -30,7 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,15 +209,14 @@ def _no_workflow_span() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _no_usage_callback() -> Iterator[None]:
-    """The `UsageCollector` handed to LangChain as a callback (usage then reads zero)."""
+    """The `UsageCollector` LangChain adds to the run's callback managers (usage then reads
+    zero): the runner sets a context variable no configure hook reads."""
+    from contextvars import ContextVar
+
     from lgos.run import runner
 
-    original = runner.runnable_config
-
-    def without_usage(config: Any, request: Any, checkpointing: Any, usage: Any = None) -> Any:
-        return original(config, request, checkpointing, None)
-
-    with _patched(runner, "runnable_config", without_usage):
+    unread: ContextVar[Any] = ContextVar("unread_usage", default=None)
+    with _patched(runner, "collecting", unread):
         yield
 
 
@@ -264,35 +263,51 @@ def _lgos_app(store: bool) -> Any:
     return create_app(graphs.create_registry, settings=settings)
 
 
-async def _run(args: argparse.Namespace, log_file: Any) -> dict[str, dict[str, list[float]]]:
+@contextlib.asynccontextmanager
+async def started_apps(
+    log_file: Any, warmup: int, concurrency: int
+) -> AsyncIterator[dict[str, Any]]:
+    """Bare, LGOS and LGOS without stored Responses, started, logging as `lgos serve` does
+    (to `log_file`), warmed up, and their start-up objects frozen as `lgos serve` freezes them."""
     lgos = _lgos_app(store=True)
     nostore = _lgos_app(store=False)
     apps: dict[str, Any] = {"bare": bare.app, "lgos": lgos, "lgos-nostore": nostore}
-    features = [f for f in FEATURES if not args.only or f.name in args.only]
-    # per API: label -> per-pass µs/request
-    results: dict[str, dict[str, list[float]]] = {api: {} for api in PATHS}
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(lgos.router.lifespan_context(lgos))
         await stack.enter_async_context(nostore.router.lifespan_context(nostore))
         _configure_logging(log_file)  # after start-up, which logs through Uvicorn's setup
         for api in PATHS:  # warm-up: imports, caches, first-call paths
             for app in apps.values():
-                await _batch(app, api, args.warmup, args.concurrency)
+                await _batch(app, api, warmup, concurrency)
         gc.collect()
-        gc.freeze()  # as `lgos serve` does after start-up
+        gc.freeze()
+        yield apps
+
+
+def batches(
+    api: str, apps: dict[str, Any], features: list[Feature]
+) -> list[tuple[str, Any, Feature | None]]:
+    """One pass's batches for `api`: bare, LGOS whole, then LGOS without each feature."""
+    chosen: list[tuple[str, Any, Feature | None]] = [
+        ("bare", apps["bare"], None),
+        ("lgos", apps["lgos"], None),
+    ]
+    return chosen + [
+        (f.name, apps["lgos-nostore" if f.nostore_app else "lgos"], f)
+        for f in features
+        if api in f.apis
+    ]
+
+
+async def _run(args: argparse.Namespace, log_file: Any) -> dict[str, dict[str, list[float]]]:
+    features = [f for f in FEATURES if not args.only or f.name in args.only]
+    # per API: label -> per-pass µs/request
+    results: dict[str, dict[str, list[float]]] = {api: {} for api in PATHS}
+    async with started_apps(log_file, args.warmup, args.concurrency) as apps:
         for number in range(1, args.passes + 1):
             for api in PATHS:
                 row = results[api]
-                batches: list[tuple[str, Any, Feature | None]] = [
-                    ("bare", apps["bare"], None),
-                    ("lgos", apps["lgos"], None),
-                ]
-                batches += [
-                    (f.name, apps["lgos-nostore" if f.nostore_app else "lgos"], f)
-                    for f in features
-                    if api in f.apis
-                ]
-                for label, app, feature in batches:
+                for label, app, feature in batches(api, apps, features):
                     with feature.switch_off() if feature else contextlib.nullcontext():
                         cost = await _batch(
                             app, api, args.requests, args.concurrency, count_calls=args.calls

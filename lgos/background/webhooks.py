@@ -27,7 +27,7 @@ async def attempt(settings: WebhookSettings | None, delivery: Delivery, number: 
     a refused connection, a timeout or a 500 is a failed attempt, logged."""
     import httpx  # the `webhooks` extra; imported only where an endpoint is configured
 
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {  # the records' extras
         "webhook_id": delivery.event.id,
         "webhook_type": delivery.event.type,
         "webhook_url": delivery.url,

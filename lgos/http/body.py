@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import types
+from collections.abc import Coroutine, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import ClientDisconnect, Request
 
@@ -18,6 +20,8 @@ from lgos.core.errors import (
 from lgos.wire.decoding import parse_json_object
 
 logger = logging.getLogger("lgos.http")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,18 +56,54 @@ async def read_body(request: Request, limits: RequestLimits) -> bytes:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limits.max_body_bytes:
         raise PayloadTooLargeError(limits.max_body_bytes)
-    chunks: list[bytes] = []
-    size = 0
     try:
-        async with asyncio.timeout(limits.body_timeout_seconds):
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limits.max_body_bytes:
-                    raise PayloadTooLargeError(limits.max_body_bytes)
-                chunks.append(chunk)
+        return await _with_lazy_timeout(
+            _read(request, limits.max_body_bytes), limits.body_timeout_seconds
+        )
     except TimeoutError:
         raise RequestTimeoutError(limits.body_timeout_seconds) from None
     except ClientDisconnect:
         logger.info("http.request.client_disconnected")
         raise ClientGoneError() from None
+
+
+async def _read(request: Request, max_bytes: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise PayloadTooLargeError(max_bytes)
+        chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _with_lazy_timeout(reading: Coroutine[Any, Any, T], seconds: float) -> T:
+    """`await reading` within `seconds`, with the timer armed only once it has to wait. A body
+    that arrived with the request's head (nearly every one) is read without ever waiting, so
+    it costs no timer, which asyncio would otherwise schedule and cancel on every request."""
+    try:
+        waiting = reading.send(None)  # run it as far as it goes without waiting
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    async with asyncio.timeout(seconds):
+        return await _resumed(reading, waiting)
+
+
+@types.coroutine
+def _resumed(reading: Coroutine[Any, Any, T], waiting: Any) -> Generator[Any, Any, T]:
+    """The rest of `reading`, which has just yielded `waiting` to the event loop: what
+    `yield from` does, entered after the first step."""
+    while True:
+        try:
+            sent = yield waiting
+        except BaseException as error:  # a cancellation (the timer's), handed on to `reading`
+            try:
+                waiting = reading.throw(error)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+        else:
+            try:
+                waiting = reading.send(sent)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]

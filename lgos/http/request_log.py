@@ -14,7 +14,10 @@ import time
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from lgos.core import log_fields
+
 logger = logging.getLogger("lgos.http.request")
+MESSAGE = "http.request"
 
 
 async def send_logged(
@@ -47,23 +50,23 @@ def _log(method: str, route: str, status: int, started: float, quiet: bool) -> N
     level = logging.DEBUG if quiet else logging.ERROR if status >= 500 else logging.INFO
     if not logger.isEnabledFor(level):
         return
+    fields: dict[str, object] = {
+        "http.request.method": method,
+        "http.route": route,
+        "http.response.status_code": status,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
+    # `lgos serve`'s handler alone writes it directly; any other set-up (a handler OpenTelemetry
+    # added, a test's capture, a host's own configuration) gets the record the ordinary way.
+    handler = log_fields.sole_handler(logger, level)
+    if isinstance(handler, log_fields.FieldsHandler) and handler.write_fields(
+        level, logger.name, MESSAGE, fields
+    ):
+        return
     # What `logger.log` does, less the stack walk that finds the caller: it is always this
     # function (a walk through the ASGI stack per request, for a record of fixed origin).
     record = logger.makeRecord(
-        logger.name,
-        level,
-        __file__,
-        _LINE,
-        "http.request",
-        (),
-        None,
-        "_log",
-        {
-            "http.request.method": method,
-            "http.route": route,
-            "http.response.status_code": status,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
-        },
+        logger.name, level, __file__, _LINE, MESSAGE, (), None, "_log", fields
     )
     logger.handle(record)
 

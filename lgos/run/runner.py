@@ -34,7 +34,7 @@ from lgos.core.run_events import (
 from lgos.core.structured_output import check_answer
 from lgos.run.nodes import STATUS_EVENT_TYPE, serving
 from lgos.run.telemetry import Workflow, run_callbacks
-from lgos.run.usage import UsageCollector
+from lgos.run.usage import UsageCollector, collecting
 
 logger = logging.getLogger("lgos.run")
 
@@ -55,10 +55,7 @@ class Checkpointing:
 
 
 def runnable_config(
-    config: GraphConfig,
-    request: GraphRequest,
-    checkpointing: Checkpointing | None,
-    usage: UsageCollector | None = None,
+    config: GraphConfig, request: GraphRequest, checkpointing: Checkpointing | None
 ) -> RunnableConfig:
     # Every key here is copied or merged into each child run's configuration (and metadata
     # into every callback manager), so the run carries only what something reads: the
@@ -68,9 +65,9 @@ def runnable_config(
         recursion_limit=config.recursion_limit,
         run_name=f"invoke_workflow {request.model}",  # as the OpenTelemetry span is named
     )
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, str] = {}
     if checkpointing is not None:
-        configurable: dict[str, Any] = {"thread_id": checkpointing.thread_id}
+        configurable = {"thread_id": checkpointing.thread_id}
         metadata["lgos.run_id"] = checkpointing.run_id
         if checkpointing.checkpoint_id is not None:
             configurable["checkpoint_id"] = checkpointing.checkpoint_id
@@ -82,8 +79,6 @@ def runnable_config(
     if metadata:
         run_config["metadata"] = metadata
     callbacks = run_callbacks(request)  # tracing integrations (Langfuse), when enabled
-    if usage is not None:
-        callbacks = [*callbacks, usage]
     if callbacks:
         run_config["callbacks"] = callbacks
     return run_config
@@ -107,8 +102,8 @@ async def run_graph(
     if graph_input is None and checkpointing is None:
         graph_input = config.request_to_input(request)
     context: Any = config.context_factory(request) if config.context_factory else request.settings
-    usage = UsageCollector()
-    run_config = runnable_config(config, request, checkpointing, usage)
+    usage = UsageCollector()  # reaches the run through `collecting`
+    run_config = runnable_config(config, request, checkpointing)
     stream: AsyncGenerator[Any, None] = graph.astream(  # type: ignore[assignment]
         graph_input,
         run_config,
@@ -127,11 +122,13 @@ async def run_graph(
         while True:
             token = workflow.attach()
             served = serving.set(request)
+            counted = collecting.set(usage)
             try:
                 part: Any = await anext(stream)
             except StopAsyncIteration:
                 break
             finally:
+                collecting.reset(counted)
                 serving.reset(served)
                 workflow.detach(token)
             kind = part["type"]

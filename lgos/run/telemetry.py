@@ -19,6 +19,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import NonRecordingSpan, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from lgos.core.request import GraphRequest
 
@@ -89,7 +90,7 @@ class Workflow:
 
     def __init__(self, model: str, conversation_id: str | None) -> None:
         instruments = _current_instruments()
-        attributes: dict[str, Any] = {  # span attributes, as OpenTelemetry takes them
+        attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "invoke_workflow",
             "gen_ai.workflow.name": model,
         }

@@ -3,17 +3,25 @@
 A graph may call several models (or one model several times, or inside subgraphs), and its
 final message need not come from a model at all, so usage is collected from LangChain's
 callbacks for the whole run rather than read off the answer.
+
+The collector reaches the run's callbacks through a LangChain configure hook, not the run's
+`callbacks`: while `collecting` holds it, LangChain adds it to each callback manager it
+configures (every model call's included) as a local handler. Handed to the run as an
+inheritable callback it was copied into every child manager and checked by LangGraph at every
+step, which cost a one-node graph twice as much (docs/benchmarks.md, 2026-12-05).
 """
 
 from __future__ import annotations
 
 import threading
+from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage
 from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.tracers.context import register_configure_hook
 
 from lgos.core.run_events import Usage
 
@@ -75,3 +83,9 @@ def usage_from_metadata(usage: UsageMetadata | None) -> Usage:
         cache_write_tokens=input_details.get("cache_creation", 0) or 0,
         reasoning_tokens=output_details.get("reasoning", 0) or 0,
     )
+
+
+# The collector of the run the runner is driving (set around each step it asks the graph for,
+# so that the tasks and threads LangGraph starts for the step see it too).
+collecting: ContextVar[UsageCollector | None] = ContextVar("lgos_usage", default=None)
+register_configure_hook(collecting, inheritable=False)

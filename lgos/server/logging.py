@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,41 +34,92 @@ class RequestContextFilter(logging.Filter):
     log call passed itself wins."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        fields = record.__dict__
-        for key, value in log_fields.current().items():
-            if key not in fields:
-                fields[key] = value
-        span_context = trace.get_current_span().get_span_context()
-        if span_context.is_valid and "trace_id" not in fields:
-            fields["trace_id"] = trace.format_trace_id(span_context.trace_id)
-            fields["span_id"] = trace.format_span_id(span_context.span_id)
+        stamp(record.__dict__)
         return True
 
 
-def _extras(record: logging.LogRecord) -> dict[str, object]:
+def stamp(fields: dict[str, object]) -> None:
+    """Add the current request's fields and trace ids to `fields` (a record's attributes)."""
+    for key, value in log_fields.current().items():
+        if key not in fields:
+            fields[key] = value
+    span_context = trace.get_current_span().get_span_context()
+    if span_context.is_valid and "trace_id" not in fields:
+        fields["trace_id"] = trace.format_trace_id(span_context.trace_id)
+        fields["span_id"] = trace.format_span_id(span_context.span_id)
+
+
+def _extras(fields: dict[str, object]) -> dict[str, object]:
     # `key[:1]`, not `key.startswith`: every record of every request passes here.
-    return {
-        key: value for key, value in vars(record).items() if key not in _STANDARD and key[:1] != "_"
+    return {key: value for key, value in fields.items() if key not in _STANDARD and key[:1] != "_"}
+
+
+def _payload(
+    created: float, level: str, logger: str, message: str, fields: dict[str, object]
+) -> dict[str, object]:
+    payload: dict[str, object] = {
+        "timestamp": datetime.fromtimestamp(created, UTC).isoformat(),
+        "level": level.lower(),
+        "logger": logger,
+        "message": message,
     }
+    payload.update(_extras(fields))
+    return payload
 
 
 class JSONFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        payload: dict[str, object] = {
-            "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        payload.update(_extras(record))
+        payload = _payload(
+            record.created, record.levelname, record.name, record.getMessage(), vars(record)
+        )
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
         return _ENCODER.encode(payload)
 
 
+class StdoutHandler(log_fields.FieldsHandler):
+    """`lgos serve`'s handler: a `StreamHandler` that writes a request's record directly when
+    it is configured as `logging_config` configures it (JSON, through `RequestContextFilter`):
+    the line the filter and the formatter would make of the record, field for field."""
+
+    def write_fields(
+        self, level: int, logger: str, message: str, fields: dict[str, object]
+    ) -> bool:
+        if type(self.formatter) is not JSONFormatter or [type(each) for each in self.filters] != [
+            RequestContextFilter
+        ]:
+            return False
+        payload: dict[str, object] = {
+            # `time.time()`, as a `LogRecord` reads it
+            "timestamp": datetime.fromtimestamp(time.time(), UTC).isoformat(),
+            "level": logging.getLevelName(level).lower(),
+            "logger": logger,
+            "message": message,
+        }
+        payload.update(fields)  # extras, named as `extra=` may name them
+        # What `stamp` adds to a record holding `fields`, less what the formatter leaves out.
+        for key, value in log_fields.current().items():
+            if key not in fields and key not in _STANDARD and key[:1] != "_":
+                payload[key] = value
+        span_context = trace.get_current_span().get_span_context()
+        if span_context.is_valid and "trace_id" not in payload:
+            payload["trace_id"] = trace.format_trace_id(span_context.trace_id)
+            payload["span_id"] = trace.format_span_id(span_context.span_id)
+        line = _ENCODER.encode(payload)
+        with self.lock:  # type: ignore[union-attr]  # created with the handler
+            try:
+                self.stream.write(line + self.terminator)
+                self.flush()
+            except RecursionError:
+                raise
+            except Exception:
+                return False  # the ordinary path tries again and reports it
+        return True
+
+
 class ConsoleFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        extras = " ".join(f"{key}={value}" for key, value in _extras(record).items())
+        extras = " ".join(f"{key}={value}" for key, value in _extras(vars(record)).items())
         time = datetime.fromtimestamp(record.created).strftime("%H:%M:%S")
         line = f"{time} {record.levelname:<7} {record.name}: {record.getMessage()}"
         if extras:
@@ -101,7 +153,7 @@ def logging_config(
         },
         "handlers": {
             "stdout": {
-                "class": "logging.StreamHandler",
+                "class": "lgos.server.logging.StdoutHandler",
                 "stream": "ext://sys.stdout",
                 "formatter": "json" if json_output else "console",
                 "filters": ["request_context"],

@@ -50,7 +50,7 @@ def graph_request(config: GraphConfig, decoded: DecodedRequest[Any]) -> GraphReq
         response_format=decoded.response_format,
         hosted_tools=decoded.hosted_tools,
         reasoning=decoded.reasoning,
-        truncation=getattr(body, "truncation", None) or "disabled",
+        truncation=decoded.truncation,
     )
 
 

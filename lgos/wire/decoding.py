@@ -80,6 +80,10 @@ class DecodedRequest(Generic[Body]):
     def stream(self) -> bool:
         return bool(self.body.stream)
 
+    @property
+    def truncation(self) -> Literal["disabled", "auto"]:
+        return "disabled"  # what an API without the field means
+
 
 # The shared fields a graph decides for itself; each API adds its own (`reject_set`).
 GENERATION_CONTROLS = (

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Literal, TypeGuard
 
+from langchain_core.messages.content import FileContentBlock, ImageContentBlock
 from pydantic import BaseModel, ConfigDict
 
 from lgos.core.capabilities import Demand
@@ -130,7 +131,7 @@ def check_count(demands: Iterable[Demand]) -> None:
         )
 
 
-def block(part: MediaPart, param: str) -> dict[str, Any]:  # a LangChain content block
+def block(part: MediaPart, param: str) -> ImageContentBlock | FileContentBlock:
     """The LangChain standard content block for one part (checked; `param` names it)."""
     if isinstance(part, InputImage):
         if part.file_id is not None or part.image_url is None:
@@ -152,7 +153,7 @@ def _no_file_ids(param: str) -> InvalidRequestError:
     )
 
 
-def _image(url: str, detail: str | None, param: str) -> dict[str, Any]:  # LangChain block
+def _image(url: str, detail: str | None, param: str) -> ImageContentBlock:
     extras = {"detail": detail} if detail else {}
     if url.startswith("data:"):
         mime, data = _data_url(url, param)
@@ -182,7 +183,7 @@ def _file(
     file_id: str | None,
     filename: str | None,
     param: str,
-) -> dict[str, Any]:  # a LangChain content block
+) -> FileContentBlock:
     extras = {"filename": filename} if filename else {}
     given = [name for name, value in (("file_data", file_data), ("file_url", file_url)) if value]
     if file_id is not None and not given:

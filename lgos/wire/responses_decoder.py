@@ -311,6 +311,10 @@ class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
         return bool(self.body.background)
 
     @property
+    def truncation(self) -> Literal["disabled", "auto"]:
+        return self.body.truncation or "disabled"
+
+    @property
     def conversation_id(self) -> str | None:
         conversation = self.body.conversation
         if isinstance(conversation, ConversationRef):

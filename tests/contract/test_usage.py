@@ -4,11 +4,19 @@ with OpenAI's detail objects, and zeros when the graph called no model."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from fastapi import FastAPI
+from langgraph.constants import TAG_NOSTREAM
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.pregel import Pregel
 from openai import AsyncOpenAI
 
+from demo.graphs.fake_model import ScriptedChatModel
+from lgos import GraphConfig, GraphRegistry, LanggraphOpenaiServe
 from lgos.wire import ids
+from tests.support.sdk import in_process_sdk
 
 pytestmark = pytest.mark.anyio
 
@@ -102,3 +110,57 @@ async def test_background_responses_report_usage(client: AsyncOpenAI) -> None:
     assert response.status == "completed"
     assert response.usage is not None
     assert (response.usage.input_tokens, response.usage.output_tokens) == COUNTED[:2]
+
+
+def _spread_graph() -> Pregel:
+    """Model calls where a run's callbacks travel least directly: a sync node (LangGraph runs it
+    in a thread), a task a node starts itself (both private), and a subgraph's node (the
+    answer). With input "count", each call is 1 in + 2 out."""
+
+    def in_a_thread(state: MessagesState) -> dict[str, Any]:
+        model = ScriptedChatModel(script=lambda _m: "sync call").with_config(tags=[TAG_NOSTREAM])
+        model.invoke(state["messages"][:1])
+        return {}
+
+    async def in_a_task(state: MessagesState) -> dict[str, Any]:
+        model = ScriptedChatModel(script=lambda _m: "task call").with_config(tags=[TAG_NOSTREAM])
+        await asyncio.create_task(model.ainvoke(state["messages"][:1]))
+        return {}
+
+    async def answer(state: MessagesState) -> dict[str, Any]:
+        model = ScriptedChatModel(script=lambda _m: "inner answer")
+        return {"messages": [await model.ainvoke(state["messages"][:1])]}
+
+    inner = StateGraph(MessagesState)
+    inner.add_node("answer", answer)
+    inner.add_edge(START, "answer")
+    inner.add_edge("answer", END)
+    outer = StateGraph(MessagesState)
+    outer.add_node("thread", in_a_thread)
+    outer.add_node("task", in_a_task)
+    outer.add_node("inner", inner.compile())
+    outer.add_edge(START, "thread")
+    outer.add_edge("thread", "task")
+    outer.add_edge("task", "inner")
+    outer.add_edge("inner", END)
+    return outer.compile()
+
+
+async def test_usage_counts_calls_in_threads_tasks_and_subgraphs() -> None:
+    registry = GraphRegistry(
+        graphs={"spread": GraphConfig(graph=_spread_graph(), description="Calls models apart")}
+    )
+    application = FastAPI()
+    LanggraphOpenaiServe(registry, application).bind_openai_api()
+    async with in_process_sdk(application) as client:
+        response = await client.responses.create(model="spread", input="count")
+        async with client.responses.stream(model="spread", input="count") as stream:
+            streamed = await stream.get_final_response()
+        completion = await client.chat.completions.create(
+            model="spread", messages=[{"role": "user", "content": "count"}]
+        )
+    for usage in (response.usage, streamed.usage):
+        assert usage is not None
+        assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (3, 6, 9)
+    assert completion.usage is not None
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (3, 6)

@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import io
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 
 import httpx2
 import pytest
 from fastapi import APIRouter, FastAPI
 from openai import AsyncOpenAI, AuthenticationError
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lgos import ConfigurationError, ServerSettings, create_app
 from lgos.core import log_fields
-from lgos.server.logging import JSONFormatter, RequestContextFilter, logging_config
+from lgos.http import request_log
+from lgos.server.logging import (
+    JSONFormatter,
+    RequestContextFilter,
+    StdoutHandler,
+    logging_config,
+)
 from tests.server.sample_app.registry import ANSWER, create_registry
 
 pytestmark = pytest.mark.anyio
@@ -221,6 +233,84 @@ def test_request_fields_join_records_and_a_call_value_wins() -> None:
     assert payload["logger"] == "sample_app.graph"
 
 
+def _request_record_lines(
+    stream: io.StringIO, *, extra_handler: logging.Handler | None
+) -> list[str]:
+    """The request records one request writes through the handler `lgos serve` configures
+    (set on the request logger itself here, so that pytest's own handlers stay out of it)."""
+    configured = logging_config(json_output=True)["handlers"]["stdout"]["class"]
+    assert configured == f"{StdoutHandler.__module__}.{StdoutHandler.__name__}"
+    handler = StdoutHandler(stream)
+    handler.setFormatter(JSONFormatter())
+    handler.addFilter(RequestContextFilter())
+    logger = request_log.logger
+    saved = logger.level, logger.propagate
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    logger.addHandler(handler)
+    if extra_handler is not None:
+        logger.addHandler(extra_handler)
+    # A field the record sets itself (it wins), one kept private, and a trace to stamp.
+    token = log_fields.bind(
+        request_id="req-7", model="sample", stream=False, _hidden=1, **{"http.route": "/x"}
+    )
+    span = NonRecordingSpan(SpanContext(trace_id=7, span_id=9, is_remote=False))
+    attached = otel_context.attach(trace.set_span_in_context(span))
+    try:
+        request_log._log("POST", "/v1/chat/completions", 200, time.perf_counter(), quiet=False)
+    finally:
+        otel_context.detach(attached)
+        log_fields.reset(token)
+        logger.removeHandler(handler)
+        if extra_handler is not None:
+            logger.removeHandler(extra_handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+    return stream.getvalue().splitlines()
+
+
+def test_the_request_record_is_the_same_line_with_or_without_other_handlers() -> None:
+    # Alone, `lgos serve`'s handler writes the request's record itself; beside another handler
+    # (OpenTelemetry's, a host's) the record goes through the logging machinery, so both see it.
+    class Kept(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.records: list[logging.LogRecord] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.records.append(record)
+
+    # Without the request fields filter the record would lack them: such a handler declines.
+    unfiltered = StdoutHandler(io.StringIO())
+    unfiltered.setFormatter(JSONFormatter())
+    assert not unfiltered.write_fields(logging.INFO, "lgos.http.request", "http.request", {})
+
+    kept = Kept()
+    [direct] = _request_record_lines(io.StringIO(), extra_handler=None)
+    [standard] = _request_record_lines(io.StringIO(), extra_handler=kept)
+    [record] = kept.records
+    assert record.getMessage() == "http.request"
+    assert record.__dict__["request_id"] == "req-7"
+    lines = [json.loads(direct), json.loads(standard)]
+    for line in lines:
+        assert line.pop("timestamp")
+        assert line.pop("duration_ms") >= 0
+    assert list(lines[0].items()) == list(lines[1].items())
+    assert lines[0] == {
+        "level": "info",
+        "logger": "lgos.http.request",
+        "message": "http.request",
+        "http.request.method": "POST",
+        "http.route": "/v1/chat/completions",
+        "http.response.status_code": 200,
+        "request_id": "req-7",
+        "model": "sample",
+        "stream": False,
+        "trace_id": f"{7:032x}",
+        "span_id": f"{9:016x}",
+    }
+
+
 def test_logging_config_levels() -> None:
     config = logging_config(("sample_app",), json_output=True)
     assert config["root"]["level"] == "WARNING"
@@ -253,3 +343,82 @@ async def test_api_at_the_root_leaves_mcp_and_a2a_reachable() -> None:
     assert unknown.status_code == 404
     assert unknown.json()["error"]["message"] == "Invalid URL (GET /no-such-path)"
     assert models.status_code == 200
+
+
+# --- Reading the body -----------------------------------------------------------------------
+
+
+async def _post_in_pieces(
+    app: ASGIApp, pieces: list[bytes], *, stall: asyncio.Event | None = None
+) -> tuple[int, bytes]:
+    """A Chat Completions POST whose body reaches the app in `pieces`, each after the app asked
+    for it (none with the head); with `stall`, the body stops coming after them until set."""
+    body = b"".join(pieces)
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"t"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+    }
+    remaining = list(pieces)
+    replied = asyncio.Event()
+
+    async def receive() -> dict[str, object]:
+        await asyncio.sleep(0)  # the app has to wait for every piece
+        if remaining:
+            piece = remaining.pop(0)
+            more = bool(remaining) or stall is not None
+            return {"type": "http.request", "body": piece, "more_body": more}
+        if stall is not None:
+            await stall.wait()
+        await replied.wait()
+        return {"type": "http.disconnect"}
+
+    status = 0
+    reply = bytearray()
+
+    async def send(message: dict[str, object]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]  # type: ignore[assignment]
+        elif message["type"] == "http.response.body":
+            reply.extend(message.get("body", b""))  # type: ignore[arg-type]
+            if not message.get("more_body"):
+                replied.set()
+
+    await app(scope, receive, send)  # type: ignore[arg-type]
+    return status, bytes(reply)
+
+
+async def test_a_body_that_arrives_in_late_pieces_is_read_whole() -> None:
+    app = create_app(create_registry, settings=explicit_settings())
+    body = json.dumps(
+        {"model": "sample", "messages": [{"role": "user", "content": "Hello"}]}
+    ).encode()
+    async with app.router.lifespan_context(app):
+        status, reply = await _post_in_pieces(app, [body[:10], body[10:30], body[30:]])
+    assert status == 200, reply
+    assert json.loads(reply)["choices"][0]["message"]["content"] == ANSWER
+
+
+async def test_a_body_that_stops_coming_gets_a_408_after_the_body_timeout() -> None:
+    app = create_app(create_registry, settings=explicit_settings(BODY_TIMEOUT_SECONDS=0.2))
+    stall = asyncio.Event()
+    async with app.router.lifespan_context(app):
+        status, reply = await _post_in_pieces(app, [b'{"model": "sam'], stall=stall)
+    stall.set()
+    assert status == 408, reply
+    assert json.loads(reply)["error"]["code"] == "request_timeout"
