@@ -45,10 +45,12 @@ def stop_children_on_sigterm() -> None:
 
 
 class Process:
-    def __init__(self, args: list[str], env: dict[str, str], program: str = LGOS) -> None:
+    def __init__(
+        self, args: list[str], env: dict[str, str], program: str = LGOS, cwd: Path = REPO
+    ) -> None:
         self.popen = subprocess.Popen(
             [program, *args],
-            cwd=REPO,
+            cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
