@@ -41,6 +41,7 @@ from benchmarks.durable.deployments import (
     environment,
     started,
     stop_children_on_sigterm,
+    tree_cpu_seconds,
 )
 from benchmarks.durable.floor_worker import CHECKPOINT_URI_VARIABLE
 from benchmarks.durable.floors import HatchetFloor, floor_workers
@@ -67,25 +68,13 @@ def _engine(hatchet_env: dict[str, str]) -> psutil.Process:
     raise RuntimeError("the engine's process was not found")
 
 
-def _cpu(processes: list[psutil.Process]) -> float:
-    total = 0.0
-    for proc in processes:
-        try:
-            for one in (proc, *proc.children(recursive=True)):
-                times = one.cpu_times()
-                total += times.user + times.system
-        except psutil.NoSuchProcess:
-            continue
-    return total
-
-
 def _postgres_cpu(databases: list[str]) -> float:
     """CPU of the PostgreSQL backends connected to these databases now."""
     with psycopg.connect(ADMIN_URI, autocommit=True) as conn:
         rows = conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = ANY(%s)", (databases,)
         ).fetchall()
-    return _cpu([psutil.Process(pid) for (pid,) in rows if psutil.pid_exists(pid)])
+    return tree_cpu_seconds(pid for (pid,) in rows)
 
 
 class Target:
@@ -152,7 +141,7 @@ async def measure(
         )
         own = [databases[name], databases["engine"]]
         before = {part: cpu_seconds(processes) for part, processes in parts.items()}
-        engine_before, postgres_before = _cpu([engine]), _postgres_cpu(own)
+        engine_before, postgres_before = tree_cpu_seconds([engine.pid]), _postgres_cpu(own)
         run: Callable[[], Awaitable[float]] = (
             (lambda: floor.burst(args.burst, graph=True))
             if name == FLOOR
@@ -162,7 +151,7 @@ async def measure(
         per_run = 1000 / args.burst
         for part, processes in parts.items():
             passes.add(f"{name} cpu {part}", (cpu_seconds(processes) - before[part]) * per_run)
-        passes.add(f"{name} cpu engine", (_cpu([engine]) - engine_before) * per_run)
+        passes.add(f"{name} cpu engine", (tree_cpu_seconds([engine.pid]) - engine_before) * per_run)
         passes.add(f"{name} cpu postgres", (_postgres_cpu(own) - postgres_before) * per_run)
         return rate
 
