@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         NamedToolChoice,
         ResponseFormat,
     )
-    from lgos.http.auth import ApiKeys, Authenticate, TrustedHeader, bearer_token
+    from lgos.http.auth import ApiKeys, Authenticate, GatewayUsers, TrustedHeader, bearer_token
     from lgos.http.mount import LanggraphOpenaiServe
     from lgos.run.expiry import delete_expired_interrupt_runs
     from lgos.run.nodes import get_request, status_event
@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "ClientFunctionTool": "lgos.core.request",
     "ClientSettings": "lgos.core.client_settings",
     "ConfigurationError": "lgos.core.errors",
+    "GatewayUsers": "lgos.http.auth",
     "GraphConfig": "lgos.core.registry",
     "GraphError": "lgos.core.errors",
     "GraphFeature": "lgos.core.registry",
@@ -91,6 +92,7 @@ __all__ = [
     "ClientFunctionTool",
     "ClientSettings",
     "ConfigurationError",
+    "GatewayUsers",
     "GraphConfig",
     "GraphError",
     "GraphFeature",

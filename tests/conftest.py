@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 
 import httpx2
 import pytest
@@ -10,8 +10,20 @@ from fastapi import FastAPI
 from openai import AsyncOpenAI
 
 from lgos import InMemoryBackgroundBackend, LanggraphOpenaiServe
-from tests.support import hatchet
+from tests.support import hatchet, started
 from tests.support.graphs import Probe, build_registry
+from tests.support.sdk import asgi_http, strict_sdk
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A service fixture that failed to start errors once, in the first test that needed it;
+    the later tests that need it are skipped with a pointer there (tests/support/started.py)."""
+    report = yield
+    started.report_once(item, call, report)
+    return report
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -54,17 +66,13 @@ async def app(probe: Probe) -> AsyncIterator[FastAPI]:
 
 @pytest.fixture
 async def http(app: FastAPI) -> AsyncIterator[httpx2.AsyncClient]:
-    transport = httpx2.ASGITransport(app=app)
-    async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
+    """Raw HTTP to `app` in this process (the `app` fixture nearest the test)."""
+    async with asgi_http(app) as client:
         yield client
 
 
 @pytest.fixture
 def client(http: httpx2.AsyncClient) -> AsyncOpenAI:
-    return AsyncOpenAI(
-        base_url="http://test/v1",
-        api_key="test",
-        http_client=http,
-        _strict_response_validation=True,
-        max_retries=0,
-    )
+    """The official SDK in strict mode over `app`: the one meaning of `client` in the tests. A
+    folder or module that serves another app overrides `app`, never `client`."""
+    return strict_sdk(http)

@@ -9,6 +9,7 @@ it with `LGOS_BASE_URL` (or `OPENAI_BASE_URL`).
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import os
 import time
@@ -27,12 +28,19 @@ from chainlit.config import (
     FeaturesSettings,
     SpontaneousFileUploadFeature,
 )
+from chainlit.context import ChainlitContextException
 from chainlit.data import get_data_layer
 from chainlit.data.chainlit_data_layer import ChainlitDataLayer
 from chainlit.element import Element
 from chainlit.input_widget import InputWidget, NumberInput, Select, Slider, Switch, TextInput
 from chainlit.utils import utc_now
-from openai import APIConnectionError, APIError, APIStatusError, AsyncOpenAI
+from openai import (
+    APIConnectionError,
+    APIError,
+    APIStatusError,
+    AsyncOpenAI,
+    DefaultAsyncHttpxClient,
+)
 
 BASE_URL = (
     os.environ.get("LGOS_BASE_URL")
@@ -41,8 +49,16 @@ BASE_URL = (
 )
 # LGOS itself needs no key; a gateway may. The SDK refuses an empty key, hence the filler.
 API_KEY = os.environ.get("LGOS_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
-DEMO_USER = os.environ.get("LGOS_CHAINLIT_USER", "demo")
-DEMO_PASSWORD = os.environ.get("LGOS_CHAINLIT_PASSWORD", "demo")
+# The mock login's users, `name:password` entries (each user's threads, runs and reviews are
+# their own, down to LGOS: see `name_the_user`).
+USERS = dict(
+    entry.strip().split(":", 1)
+    for entry in os.environ.get("LGOS_CHAINLIT_USERS", "demo:demo,guest:guest").split(",")
+    if ":" in entry
+)
+# LiteLLM's standard end-user header: the gateway passes the user on to LGOS as the owner of
+# what the request creates (demo/litellm/lgos_owner.py, docs/security.md).
+END_USER_HEADER = "x-litellm-end-user-id"
 POLL_SECONDS = float(os.environ.get("LGOS_CHAINLIT_POLL_SECONDS", "1"))
 DB_POOL_SIZE = int(os.environ.get("LGOS_CHAINLIT_DB_POOL_SIZE", "4"))
 # Named in the chat when a piece is down: what LGOS_BASE_URL is, the command that starts it,
@@ -51,7 +67,29 @@ UPSTREAM_NAME = os.environ.get("LGOS_UPSTREAM_NAME") or "the LGOS API"
 UPSTREAM_START = os.environ.get("LGOS_UPSTREAM_START", "")
 WORKER_START = os.environ.get("LGOS_WORKER_START", "just demo/worker")
 
-client = AsyncOpenAI(base_url=BASE_URL, api_key=API_KEY)
+
+def signed_in_user() -> str | None:
+    """The identifier of the user whose session this code runs for, if any."""
+    try:
+        user = cl.context.session.user
+    except ChainlitContextException:  # outside a session (start-up)
+        return None
+    return user.identifier if user is not None else None
+
+
+async def name_the_user(request: httpx.Request) -> None:
+    """Every request says which signed-in user it is for, so that one user never reaches
+    another's runs and reviews (pollers and resumed threads run in their session too)."""
+    user = signed_in_user()
+    if user:
+        request.headers[END_USER_HEADER] = f"chainlit:{user}"
+
+
+client = AsyncOpenAI(
+    base_url=BASE_URL,
+    api_key=API_KEY,
+    http_client=DefaultAsyncHttpxClient(event_hooks={"request": [name_the_user]}),
+)
 
 # Session keys. HISTORY and PENDING are JSON and also written to the thread's metadata in
 # PostgreSQL, so a reload or a restarted Chainlit finds them again (see `persist`).
@@ -110,8 +148,9 @@ def data_layer() -> ChainlitDataLayer | None:
 
 @cl.password_auth_callback
 def login(username: str, password: str) -> cl.User | None:
-    """The demo's mock login: one fixed user, so threads persist per user."""
-    if username == DEMO_USER and password == DEMO_PASSWORD:
+    """The demo's mock login (LGOS_CHAINLIT_USERS), so threads persist per user."""
+    expected = USERS.get(username)
+    if expected is not None and hmac.compare_digest(password.encode(), expected.encode()):
         return cl.User(identifier=username, metadata={"provider": "mock"})
     return None
 
@@ -592,11 +631,18 @@ async def run_background(
 
 class StatusLine(cl.Message):
     """The status line of a background run: a new message, or, for the answer to a review,
-    the paused run's own line, which then goes on telling the run's state."""
+    the paused run's own line, which then goes on telling the run's state.
 
-    def __init__(self, reuse_id: str | None = None) -> None:
+    A system message, not an assistant one: Chainlit puts copy and feedback buttons under the
+    last assistant message of a run, and a state is not an answer to copy or rate (the buttons
+    sat between the line and the review card). Every update of the line is one of these, or
+    the page and the data layer would take it for an assistant message again.
+    """
+
+    def __init__(self, reuse_id: str | None = None, content: str | None = None) -> None:
         options = {"id": reuse_id} if reuse_id else {}
-        super().__init__(content=ui.status_line("queued", 0), **options)
+        text = ui.status_line("queued", 0) if content is None else content
+        super().__init__(content=text, type="system_message", **options)
         self.reused = reuse_id is not None
 
     async def send(self) -> StatusLine:
@@ -696,7 +742,7 @@ async def resume_polling(record: dict[str, Any]) -> None:
         await cl.context.emitter.task_start()
         try:
             response = (await client.responses.retrieve(response_id)).model_dump()
-            status = cl.Message(id=record["status_message_id"], content="")
+            status = StatusLine(record["status_message_id"])
             response = await poll_until_terminal(response, status)
             cl.user_session.set(ACTIVE, None)
             await finish(response, False)
@@ -796,13 +842,16 @@ def review_card(message_id: str, element_id: str | None, props: dict[str, Any]) 
 
 
 async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
-    """One review card per pending question; the whole review is saved at once."""
+    """One review card per pending question; the whole review is saved at once, before any
+    card shows: a reload as soon as a card is on the page (its session then resumes the
+    thread from what was saved) must find the review, or the card it draws answers nothing."""
     record: dict[str, Any] = {
         "response_id": response_id,
         "calls": [],
         "answers": {},
         "status_message_id": cl.user_session.get(PAUSED_STATUS),
     }
+    messages = []
     for call in calls:
         question = ui.parse_review(call)
         # The card alone: no text repeating it, and outside the run's steps, so Chainlit adds
@@ -813,7 +862,7 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
             name=REVIEW_CARD, props=ui.card_props(response_id, question), display="inline"
         )
         message.elements = [card]
-        await message.send()
+        messages.append(message)
         record["calls"].append(
             {
                 "call_id": call["call_id"],
@@ -823,6 +872,8 @@ async def show_reviews(response_id: str, calls: list[dict[str, Any]]) -> None:
             }
         )
     await persist(PENDING, record)
+    for message in messages:
+        await message.send()
     await answer_standing_choices(record)
 
 
@@ -898,7 +949,7 @@ async def answer_review(response_id: str, call_id: str, answer: str, typed: bool
         if record.get("status_message_id"):
             # The run still waits for its review: its line says so again, never "Failed".
             paused = ui.status_line("completed", 0, paused=True)
-            await cl.Message(id=record["status_message_id"], content=paused).update()
+            await StatusLine(record["status_message_id"], paused).update()
         if refused is not None and typed:
             await cl.Message(
                 content=f"**Not accepted:** {refused} The review above is still waiting: "
@@ -1010,7 +1061,7 @@ async def on_stop() -> None:
         # Chainlit itself says "Task manually stopped."; the status line says how the run ended.
         elapsed = time.time() - (active.get("created_at") or time.time())
         content = ui.status_line(status, elapsed)
-        await cl.Message(id=active["status_message_id"], content=content).update()
+        await StatusLine(active["status_message_id"], content).update()
 
 
 @cl.on_chat_resume

@@ -4,14 +4,19 @@
 # Environment (all optional):
 #   LGOS_BASE_URL / OPENAI_BASE_URL  OpenAI base URL of the LGOS API or gateway (default http://127.0.0.1:8000/v1)
 #   LGOS_API_KEY / OPENAI_API_KEY    key for a gateway (LGOS itself needs none)
-#   DATABASE_URL                     Chainlit's PostgreSQL (default postgresql://postgres@127.0.0.1:5432/lgos_chainlit;
-#                                    set it to "" to run without persistence)
+#   DATABASE_URL                     Chainlit's PostgreSQL (default: this checkout's, the database
+#                                    `just demo/chainlit` uses, lgos_demo_<checkout>_chainlit on
+#                                    127.0.0.1:5432; set it to "" to run without persistence)
 #   CHAINLIT_AUTH_SECRET             session signing secret; generated into .auth_secret (gitignored) when unset
-#   LGOS_CHAINLIT_USER / LGOS_CHAINLIT_PASSWORD   the mock login (default demo / demo)
+#   LGOS_CHAINLIT_USERS              the mock login's users, name:password,... (default demo:demo,guest:guest)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$here/setup.sh"
-export DATABASE_URL="${DATABASE_URL-postgresql://postgres@127.0.0.1:5432/lgos_chainlit}"
+# Named per checkout as demo/justfile names it (the first 8 hex digits of the SHA-256 of the
+# demo folder's path, or DEMO_DB), so two checkouts on one machine never share threads or reviews.
+checkout="$(printf '%s' "$(cd "$here/.." && pwd)" | sha256sum | cut -c1-8)"
+db_name="${DEMO_DB:-lgos_demo_$checkout}_chainlit"
+export DATABASE_URL="${DATABASE_URL-postgresql://postgres@127.0.0.1:5432/$db_name}"
 if [[ -n "$DATABASE_URL" ]]; then
     "$here/.venv/bin/python" "$here/setup_db.py" "$DATABASE_URL"
 else

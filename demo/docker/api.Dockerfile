@@ -15,10 +15,11 @@ ENV UV_COMPILE_BYTECODE=1 \
     PYTHONUNBUFFERED=1
 
 # Dependencies first (cached while only source files change), from the lockfile,
-# with every engine the stack can select: PostgreSQL, DBOS and Hatchet.
+# with every engine the stack can select (PostgreSQL, DBOS and Hatchet) and the MCP and
+# A2A endpoints (Open WebUI's tool server and LiteLLM's MCP and agent gateways reach them).
 COPY pyproject.toml uv.lock README.md ./
 RUN uv sync --frozen --no-dev --no-install-project \
-        --extra postgres --extra dbos --extra hatchet
+        --extra postgres --extra dbos --extra hatchet --extra mcp --extra a2a
 
 # OpenTelemetry auto-instrumentation for the `otel` profile; used only when
 # OTEL_EXPORTER_OTLP_ENDPOINT is set (see entrypoint.sh). Versions match the
@@ -31,6 +32,7 @@ COPY demo ./demo
 # --inexact: a plain sync removes what the lockfile does not list, which would
 # take the OpenTelemetry packages above (and `opentelemetry-instrument`) away.
 RUN uv sync --frozen --no-dev --inexact --extra postgres --extra dbos --extra hatchet \
+        --extra mcp --extra a2a \
     && opentelemetry-instrument --version
 
 COPY demo/docker/entrypoint.sh /usr/local/bin/lgos-entrypoint

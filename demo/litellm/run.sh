@@ -29,7 +29,8 @@ for variable in $(grep -o 'os.environ/LGOS_A2A_[A-Z0-9_]*_URL' "$config" | sort 
     model="${model//_/-}"
     export "$variable=${!variable:-$LGOS_A2A_URL/${model,,}}"
 done
-export LGOS_API_KEY="${LGOS_API_KEY:-lgos-local-no-auth}"
+# The gateway's key for LGOS (`just demo/api` gives the API LGOS_API_KEYS=litellm=<this>).
+export LGOS_API_KEY="${LGOS_API_KEY:-sk-lgos-gateway-dev-not-a-secret}"
 # Development default, deliberately not secret-looking; set your own anywhere
 # the proxy is reachable by others.
 export LITELLM_MASTER_KEY="${LITELLM_MASTER_KEY:-sk-lgos-dev-not-a-secret}"

@@ -149,6 +149,8 @@ def render_agents(cards: list[dict[str, object]]) -> str:
         lines += [
             f"  - agent_name: lgos-{card['name']}",
             f"    agent_card_params: {json.dumps(params, sort_keys=True)}",
+            # The gateway's key for LGOS, sent as the bearer token of every A2A call.
+            '    litellm_params: {"api_key": "os.environ/LGOS_API_KEY"}',
         ]
     lines.append(END_AGENTS)
     return "\n".join(lines)

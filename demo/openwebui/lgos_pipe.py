@@ -39,6 +39,12 @@ REVIEW_CARD_TIMEOUT_SECONDS = 240
 QUEUED_WARNING_SECONDS = 3
 # The function call name LGOS uses for a question the graph paused on.
 INTERRUPT = "lgos_interrupt"
+# The lines around a graph's settings in its workspace model's system prompt (sync.py writes
+# them, with the same markers): Open WebUI offers them as the chat's variables and sends the
+# rendered prompt as a system message, which is the Pipe's to read, not the graph's.
+SETTINGS_BEGIN = "[LGOS settings of this chat: read by the LGOS Pipe, never sent to the graph]"
+SETTINGS_END = "[end of LGOS settings]"
+_SETTINGS_LINES = re.compile(re.escape(SETTINGS_BEGIN) + r".*?" + re.escape(SETTINGS_END), re.S)
 
 Emitter = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -117,7 +123,8 @@ def to_input(
     """Turn Open WebUI's chat history into Responses input messages.
 
     `attachments[n]` holds the `input_file` parts of the n-th user message (see
-    `attached_files`); images come inside the messages themselves.
+    `attached_files`); images come inside the messages themselves. The settings lines of a
+    system message are left out (a system message that was only those, entirely).
     """
     attachments = attachments or []
     items = []
@@ -128,8 +135,12 @@ def to_input(
             files = attachments[turn] if turn < len(attachments) else []
             turn += 1
             items.append({"role": role, "content": _user_parts(message.get("content"), files)})
-        elif role in ("assistant", "system", "developer"):
+        elif role in ("assistant", "developer"):
             items.append({"role": role, "content": _content_text(message.get("content"))})
+        elif role == "system":
+            text = _SETTINGS_LINES.sub("", _content_text(message.get("content"))).strip()
+            if text:
+                items.append({"role": role, "content": text})
     return items
 
 
@@ -224,8 +235,9 @@ def changed_settings(
 ) -> dict[str, Any]:
     """The settings the user set to something other than the graph's default.
 
-    LGOS wants only those in ``metadata.lgos_settings``; a setting the selected graph does not
-    declare is left out (user valves are shared by every graph of this manifold).
+    `values` are the chat's variables (sync.py declares one per setting of the graph). LGOS
+    wants only the changed ones in ``metadata.lgos_settings``; a value the selected graph does
+    not declare is left out (a chat may switch to another graph's model).
     """
     if not client_settings:
         return {}
@@ -233,21 +245,39 @@ def changed_settings(
     defaults = client_settings.get("defaults") or {}
     changed = {}
     for key, value in values.items():
-        if key not in properties or value is None:
+        if key not in properties or value is None or value == "":
             continue
-        value = as_number(key, value, properties[key])
+        value = as_setting(key, value, properties[key])
         if value != defaults.get(key):
             changed[key] = value
     return changed
 
 
 class SettingError(ValueError):
-    """A valve whose value cannot be the number its setting is: named, with the range."""
+    """A setting whose value cannot be what its schema says: named, with what it must be."""
 
 
-def as_number(key: str, value: Any, schema: dict[str, Any]) -> Any:
-    """A number valve's value (typed as text in Open WebUI) as the number the graph takes."""
+# How a switch is written in the chat's settings (a select of on and off), and by JSON.
+SWITCH = {"on": True, "off": False, "true": True, "false": False}
+
+
+def as_switch(key: str, value: Any, title: str = "") -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).strip().lower() in SWITCH:
+        return SWITCH[str(value).strip().lower()]
+    raise SettingError(f"{title or key} is '{value}', not on or off.")
+
+
+def as_setting(key: str, value: Any, schema: dict[str, Any]) -> Any:
+    """A chat variable's value (the form keeps text and numbers) as the value the graph takes."""
     kind = schema.get("type")
+    title = schema.get("title") or key.replace("_", " ").title()
+    if kind == "boolean":
+        return as_switch(key, value, title)
+    if schema.get("enum"):
+        # A select's value is text; an enum of numbers takes the number it names.
+        return next((item for item in schema["enum"] if str(item) == str(value)), value)
     if kind not in ("integer", "number") or isinstance(value, bool):
         return value
     try:
@@ -256,7 +286,6 @@ def as_number(key: str, value: Any, schema: dict[str, Any]) -> Any:
         number = float("nan")
     whole = kind == "integer"
     if number != number or (whole and number != int(number)):
-        title = schema.get("title") or key.replace("_", " ").title()
         what = "a whole number" if whole else "a number"
         raise SettingError(f"{title} is '{value}', not {what}.")
     return int(number) if whole else number
@@ -703,31 +732,16 @@ class Pipe:
             "then the review waits, and Answer now under its message opens the card again.",
         )
 
-    class UserValves(BaseModel):
-        """Per-user settings, shown in the chat's Controls panel under Valves."""
-
-        run_in_background: bool | None = Field(
-            default=None,
-            description="Run in the background: the run survives a closed tab and Stop "
-            "cancels it. Default: each graph's own choice (on for the graphs meant for long "
-            "work, such as background-mock and deep-research).",
-        )
-        # lgos-settings: begin
-        # sync.py writes one optional field per graph setting here (None = the graph's default).
-        # lgos-settings: end
+    # No UserValves: a graph's settings are the chat's variables, which its workspace model
+    # declares (sync.py), so that each model shows its own settings and no other graph's.
 
     def __init__(self) -> None:
         self.type = "manifold"
         self.valves = self.Valves()
         self.pending = PendingReviews(data_folder())
 
-    def _client(self) -> httpx.AsyncClient:
-        headers = {"Authorization": f"Bearer {self.valves.api_key}"} if self.valves.api_key else {}
-        return httpx.AsyncClient(
-            base_url=self.valves.base_url.rstrip("/"),
-            headers=headers,
-            timeout=httpx.Timeout(self.valves.timeout_seconds, connect=10.0),
-        )
+    def _client(self, user: dict[str, Any] | None = None) -> httpx.AsyncClient:
+        return lgos_client(self.valves, str((user or {}).get("id") or ""))
 
     async def pipes(self) -> list[dict[str, str]]:
         """One Open WebUI model per LGOS model; called whenever Open WebUI lists models."""
@@ -761,12 +775,12 @@ class Pipe:
     ) -> AsyncIterator[str]:
         # Open WebUI names manifold models "<function id>.<LGOS model id>".
         model = body["model"].split(".", 1)[1]
-        user_valves = (__user__ or {}).get("valves")
-        values = user_valves.model_dump() if isinstance(user_valves, BaseModel) else {}
         metadata = __metadata__ or {}
+        # The chat's settings (Open WebUI's chat variables, saved with the chat).
+        values = dict(metadata.get("chat_variables") or {})
         turn = _Turn(self.valves, model, values, __event_emitter__, __event_call__)
         turn.function_id = body["model"].split(".", 1)[0]
-        async with self._client() as client:
+        async with self._client(__user__) as client:
             turn.client = client
             try:
                 attachments = await attached_files(metadata)
@@ -819,7 +833,7 @@ class Action:
             return
         _server, review = found
         user_id = str((__user__ or {}).get("id") or "")
-        valves, values = await pipe_settings(review.function_id, user_id)
+        valves, values = await pipe_settings(review.function_id, chat_id)
         turn = _Turn(valves, review.model, values, __event_emitter__, __event_call__)
         turn.function_id = review.function_id
         metadata = {
@@ -828,29 +842,49 @@ class Action:
             "user_id": user_id,
             "session_id": body.get("session_id"),
         }
-        headers = {"Authorization": f"Bearer {valves.api_key}"} if valves.api_key else {}
         writer = await MessageText.open(metadata, metadata["message_id"])
         turn.rewrite = writer
-        async with httpx.AsyncClient(
-            base_url=valves.base_url.rstrip("/"),
-            headers=headers,
-            timeout=httpx.Timeout(valves.timeout_seconds, connect=10.0),
-        ) as client:
+        async with lgos_client(valves, user_id) as client:
             turn.client = client
             async for text in turn.run([], metadata, self.pending, resume=review):
                 if text and writer is not None:
                     await writer.append(text)
 
 
-async def pipe_settings(function_id: str, user_id: str) -> tuple["PipeValves", dict[str, Any]]:
-    """The admin valves of a Pipe function and one user's valves of it, from Open WebUI."""
+# The header Open WebUI itself names its signed-in user in (ENABLE_FORWARD_USER_INFO_HEADERS):
+# the LiteLLM gateway reads it as the end user and passes it on to LGOS as the owner of what
+# the request creates, so one user never reaches another's runs and reviews
+# (demo/litellm/lgos_owner.py, docs/security.md).
+USER_ID_HEADER = "X-OpenWebUI-User-Id"
+
+
+def lgos_client(valves: "PipeValves", user_id: str) -> httpx.AsyncClient:
+    """An HTTP client for LGOS (or the gateway) that acts for the user `user_id`."""
+    headers = {"Authorization": f"Bearer {valves.api_key}"} if valves.api_key else {}
+    if user_id:
+        headers[USER_ID_HEADER] = user_id
+    return httpx.AsyncClient(
+        base_url=valves.base_url.rstrip("/"),
+        headers=headers,
+        timeout=httpx.Timeout(valves.timeout_seconds, connect=10.0),
+    )
+
+
+async def pipe_settings(function_id: str, chat_id: str) -> tuple["PipeValves", dict[str, Any]]:
+    """The admin valves of a Pipe function and a chat's settings (its variables), from Open
+    WebUI's database."""
     try:
+        from open_webui.models.chats import Chats  # type: ignore[import-not-found]
         from open_webui.models.functions import Functions  # type: ignore[import-not-found]
     except ImportError:  # outside Open WebUI
         return PipeValves(), {}
     valves = await Functions.get_function_valves_by_id(function_id) or {}
-    values = await Functions.get_user_valves_by_id_and_user_id(function_id, user_id) or {}
-    return PipeValves(**valves), dict(values)
+    chat = await Chats.get_chat_by_id(chat_id)
+    return PipeValves(**valves), dict((chat.variables if chat else None) or {})
+
+
+# Where a user changes a chat's settings in Open WebUI 0.12 (the chat box's `{ }` button).
+SETTINGS_PLACE = "Change it in this chat's settings: the **Chat Variables** button of the chat box."
 
 
 class _Turn:
@@ -860,13 +894,13 @@ class _Turn:
         self,
         valves: "PipeValves",
         model: str,
-        user_values: dict[str, Any],
+        settings: dict[str, Any],
         emit: Emitter | None,
         call: Callable[[dict[str, Any]], Awaitable[Any]] | None,
     ) -> None:
         self.valves = valves
         self.model = model
-        self.user_values = dict(user_values)
+        self.settings = dict(settings)  # the chat's, by setting name
         self._emit = emit
         self._call = call
         self.client: httpx.AsyncClient
@@ -1057,19 +1091,23 @@ class _Turn:
         """Model, conversation id and changed settings; decides foreground or background."""
         info = await self._model_info()
         self.client_settings = info.get("client_settings")
-        values = dict(self.user_values)
+        values = dict(self.settings)
         chosen = values.pop("run_in_background", None)
-        wants_background = bool(info.get("background_by_default")) if chosen is None else chosen
-        self.background = bool(wants_background) and "background" in info.get("features", [])
+        try:
+            wants_background = (
+                bool(info.get("background_by_default"))
+                if chosen is None or chosen == ""
+                else as_switch("run_in_background", chosen, "Run in background")
+            )
+            settings = changed_settings(values, self.client_settings)
+        except SettingError as exc:  # a value typed through the API, not the chat's form
+            raise LgosError(str(exc), 400, "metadata.lgos_settings") from exc
+        self.background = wants_background and "background" in info.get("features", [])
         base: dict[str, Any] = {"model": self.model}
         request_metadata = {}
         chat_id = str(metadata.get("chat_id") or "")
         if chat_id:
             request_metadata["conversation_id"] = chat_id
-        try:
-            settings = changed_settings(values, self.client_settings)
-        except SettingError as exc:
-            raise LgosError(str(exc), 400, "metadata.lgos_settings") from exc
         if settings:
             request_metadata["lgos_settings"] = json.dumps(settings)
         if request_metadata:
@@ -1114,9 +1152,7 @@ class _Turn:
         allowed = allowed_values(self.client_settings)
         said = str(exc).lower().replace(" ", "_")
         lines = [f"- **{key}**: {text}" for key, text in allowed.items() if key in said]
-        return "\n\nChange it under **Controls → Valves** (or set it back to Default)." + (
-            "\n\nAllowed:\n" + "\n".join(lines) if lines else ""
-        )
+        return "\n\n" + SETTINGS_PLACE + ("\n\nAllowed:\n" + "\n".join(lines) if lines else "")
 
     async def _respond(
         self, request: dict[str, Any], background: bool

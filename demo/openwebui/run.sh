@@ -31,15 +31,23 @@ export RAG_EMBEDDING_ENGINE=openai BYPASS_EMBEDDING_AND_RETRIEVAL=true
 export ENABLE_TITLE_GENERATION=false ENABLE_TAGS_GENERATION=false
 export ENABLE_FOLLOW_UP_GENERATION=false ENABLE_AUTOCOMPLETE_GENERATION=false
 
-# Single user: the browser opens straight into the chat as an admin; the sync command signs in
-# with an empty email and password. Set WEBUI_AUTH=true plus WEBUI_ADMIN_EMAIL/PASSWORD for logins.
+# Single user unless WEBUI_AUTH=true: the browser opens straight into the chat as an admin, and
+# the sync command signs in with an empty email and password. With WEBUI_AUTH=true (what
+# `just demo/openwebui` sets) people log in, WEBUI_ADMIN_EMAIL/PASSWORD create the admin on the
+# first start, and each user's chats, reviews and runs are their own.
 export WEBUI_AUTH="${WEBUI_AUTH:-false}"
+# The signed-in user in X-OpenWebUI-User-Id on Open WebUI's own connections (the LGOS Pipe
+# always sends it): the gateway passes it to LGOS as the owner (docs/security.md).
+export ENABLE_FORWARD_USER_INFO_HEADERS=true
 
 # LGOS's MCP endpoint as one of Open WebUI's tool servers (Admin Panel -> Settings -> External
 # Tools): a model that calls tools sees every graph as one (docs/mcp-a2a.md). LGOS_MCP_URL
 # names it (`just demo/openwebui` passes the API's); unset, Open WebUI has no tool server.
 if [[ -n "${LGOS_MCP_URL:-}" ]]; then
-    export TOOL_SERVER_CONNECTIONS="[{\"type\": \"mcp\", \"url\": \"$LGOS_MCP_URL\", \"path\": \"\", \"auth_type\": \"none\", \"key\": \"\", \"config\": {\"enable\": true}, \"info\": {\"id\": \"lgos\", \"name\": \"LGOS graphs\"}}]"
+    # LGOS_MCP_KEY: the API's key, when it takes none without one (`just demo/openwebui`).
+    mcp_auth="none"
+    [[ -n "${LGOS_MCP_KEY:-}" ]] && mcp_auth="bearer"
+    export TOOL_SERVER_CONNECTIONS="[{\"type\": \"mcp\", \"url\": \"$LGOS_MCP_URL\", \"path\": \"\", \"auth_type\": \"$mcp_auth\", \"key\": \"${LGOS_MCP_KEY:-}\", \"config\": {\"enable\": true}, \"info\": {\"id\": \"lgos\", \"name\": \"LGOS graphs\"}}]"
 fi
 
 # Read the settings from this environment on every start instead of freezing them in the

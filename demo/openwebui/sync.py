@@ -6,12 +6,13 @@ Everything goes through Open WebUI's HTTP API, so nothing is clicked by hand, an
 again updates what it installed (it is idempotent):
 
 1. reads the models LGOS advertises (``GET /v1/models`` and ``/v1/models/{id}``);
-2. writes one optional user valve per graph setting into the Pipe source (so a user can change
-   ``delay_seconds`` or ``audience`` in the chat's Controls panel) and creates or updates the
-   function ``lgos``, makes it active and sets its valves (LGOS base URL and key);
+2. creates or updates the function ``lgos``, makes it active and sets its valves (LGOS base URL
+   and key);
 3. creates or updates one workspace model per graph (``lgos.<model>``) carrying the graph's
-   description and its starter prompts (demo/starters.json), visible to every user, and
-   removes the ones whose graph is gone;
+   description, its starter prompts (demo/starters.json) and its settings, visible to every
+   user, and removes the ones whose graph is gone. A graph's settings are Open WebUI *chat
+   variables* that its model declares (see `settings_prompt`): the chat box's Chat Variables
+   button shows that graph's settings only, numbers as number inputs with their bounds;
 4. marks the signed-in admin as having seen this version's "What's New" notes, so the first
    page is the chat, not a changelog modal.
 
@@ -37,11 +38,15 @@ FUNCTION_ID = "lgos"  # Open WebUI names the models "<function id>.<LGOS model i
 ACTION_ID = "lgos_review"
 PIPE_SOURCE = Path(__file__).with_name("lgos_pipe.py")
 STARTERS = Path(__file__).parents[1] / "starters.json"
-# The Pipe source marks where the per-graph setting valves go.
-SETTINGS_BLOCK = re.compile(r"( *)# lgos-settings: begin\n.*?# lgos-settings: end\n", re.S)
 # Marks the workspace models this command owns, so that it only ever deletes its own.
 OWNER_MARK = "lgos_sync"
-JSON_TYPES = {"boolean": "bool", "integer": "int", "number": "float", "string": "str"}
+# The lines around a graph's settings in its model's system prompt. Open WebUI sends that prompt
+# to the Pipe as a system message, and the Pipe removes these lines (lgos_pipe.py has the same
+# two markers): the graph never sees them.
+SETTINGS_BEGIN = "[LGOS settings of this chat: read by the LGOS Pipe, never sent to the graph]"
+SETTINGS_END = "[end of LGOS settings]"
+# Open WebUI's rule for a chat variable's name; a setting named otherwise cannot be one.
+CHAT_VARIABLE_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class ApiError(RuntimeError):
@@ -117,64 +122,100 @@ def is_litellm(lgos_url: str, lgos_key: str) -> bool:
     return True
 
 
-def settings_fields(models: list[dict[str, Any]]) -> str:
-    """Python source of one optional UserValves field per distinct graph setting."""
-    fields: dict[str, dict[str, Any]] = {}
-    for model in models:
-        client_settings = (model.get("lgos") or {}).get("client_settings") or {}
-        properties = (client_settings.get("json_schema") or {}).get("properties") or {}
-        defaults = client_settings.get("defaults") or {}
-        for key, schema in properties.items():
-            if not key.isidentifier() or key == "run_in_background":
-                continue
-            field = fields.setdefault(key, {"schema": schema, "used_by": []})
-            field["used_by"].append(f"{model['id']} (default {defaults.get(key)!r})")
+def settings_prompt(model: dict[str, Any]) -> str:
+    """The system prompt that declares a graph's settings as Open WebUI chat variables.
+
+    Open WebUI 0.12 reads `{{chat.variables.<key>|<type>:<attribute>=<value>...}}` in a
+    model's system prompt and offers those variables, for that model only, in the dialog of the
+    chat box's Chat Variables button: a number is an `<input type="number">` with its `min`
+    and `max`, so the browser refuses an out-of-range value when it is saved and names the
+    bound; an enum or a switch is a select. The values are the chat's (saved with it) and reach
+    the Pipe as `__metadata__["chat_variables"]`. "" when the graph has no settings.
+    """
+    lgos = model.get("lgos") or {}
+    client_settings = lgos.get("client_settings") or {}
+    properties = (client_settings.get("json_schema") or {}).get("properties") or {}
+    defaults = client_settings.get("defaults") or {}
     lines = []
-    for key, field in sorted(fields.items()):
-        schema = field["schema"]
-        py_type = JSON_TYPES.get(schema.get("type", "string"), "str")
-        if py_type in ("int", "float"):
-            # Open WebUI draws a number valve as a text box and refuses a typo with a bare
-            # "Error updating function user valves", then runs with the old value. Kept as
-            # typed, the Pipe names the value and its range on the next message instead.
-            py_type = f"{py_type} | str"
-        # Open WebUI shows the field's title above this text, so the title is not repeated.
-        parts = [schema["description"].rstrip(". ")] if schema.get("description") else []
-        if "minimum" in schema and "maximum" in schema:
-            parts.append(f"Allowed: {schema['minimum']} to {schema['maximum']}")
-        elif "minimum" in schema or "maximum" in schema:
-            bound = schema.get("minimum", schema.get("maximum"))
-            parts.append(f"Allowed: {bound} {'or more' if 'minimum' in schema else 'at most'}")
-        parts.append("Default: the graph's own")
-        parts.append(f"Used by {', '.join(field['used_by'])}")
-        description = ". ".join(parts) + "."
-        # No bounds on the valve itself: Open WebUI would refuse to save an out-of-range value
-        # with a bare "Error updating function user valves". LGOS refuses it on the next run
-        # with its own message, which the Pipe shows next to the allowed values.
-        extra = ""
-        if schema.get("enum"):
-            # A top-level `enum` makes Open WebUI draw a select with exactly these values.
-            extra = f", json_schema_extra={{'enum': {list(schema['enum'])!r}}}"
+    if "background" in (lgos.get("features") or []):
+        # The graph's own choice is the default: on for graphs meant for long work.
+        default = "on" if lgos.get("background_by_default") else "off"
+        options = ["on", "off"]
+        label = "Run in background (the run survives a closed tab; Stop cancels it)"
         lines.append(
-            f"{key}: {py_type} | None = Field(default=None{extra}, description={description!r})"
+            chat_variable("run_in_background", f"select:{_attrs(label, options, default)}")
         )
-    return "\n".join(lines)
+    for key, schema in properties.items():
+        if key == "run_in_background" or not CHAT_VARIABLE_KEY.match(key):
+            print(f"openwebui: {model['id']}: setting {key!r} cannot be a chat variable; skipped")
+            continue
+        definition = setting_definition(key, schema, defaults.get(key, schema.get("default")))
+        if definition is None:
+            print(f"openwebui: {model['id']}: setting {key!r} has no form field; skipped")
+            continue
+        lines.append(chat_variable(key, definition))
+    if not lines:
+        return ""
+    return "\n".join([SETTINGS_BEGIN, *lines, SETTINGS_END])
 
 
-def render_pipe(models: list[dict[str, Any]]) -> str:
-    """The Pipe source with the settings block filled in for these models."""
-    source = PIPE_SOURCE.read_text()
-    fields = settings_fields(models)
+def chat_variable(key: str, definition: str) -> str:
+    return f"{key}: {{{{chat.variables.{key}|{definition}}}}}"
 
-    def fill(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        body = "".join(f"{indent}{line}\n" for line in fields.splitlines())
-        return f"{indent}# lgos-settings: begin\n{body}{indent}# lgos-settings: end\n"
 
-    rendered, count = SETTINGS_BLOCK.subn(fill, source)
-    if count != 1:
-        raise SystemExit(f"{PIPE_SOURCE.name}: settings block markers not found")
-    return rendered
+def setting_definition(key: str, schema: dict[str, Any], default: Any) -> str | None:
+    """One setting as a chat variable's type and attributes, or None when no field fits."""
+    title = str(schema.get("title") or key.replace("_", " ").title())
+    kind = schema.get("type")
+    if schema.get("enum"):
+        options = [str(value) for value in schema["enum"]]
+        if any("}" in option for option in options):
+            return None
+        return f"select:{_attrs(title, options, None if default is None else str(default))}"
+    if kind == "boolean":
+        shown = None if default is None else ("on" if default else "off")
+        return f"select:{_attrs(title, ['on', 'off'], shown)}"
+    if kind in ("integer", "number"):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        bounds = (
+            f" ({low} to {high})"
+            if low is not None and high is not None
+            else f" ({low} or more)"
+            if low is not None
+            else f" (at most {high})"
+            if high is not None
+            else ""
+        )
+        attrs = [f'label="{_plain(title + bounds)}"']
+        attrs += [f"min={low}"] if low is not None else []
+        attrs += [f"max={high}"] if high is not None else []
+        attrs.append("step=1" if kind == "integer" else 'step="any"')
+        if default is not None:
+            attrs.append(f"default={default}")
+            attrs.append(f'placeholder="the graph\'s default is {default}"')
+        return "number:" + ":".join(attrs)
+    if kind == "string":
+        attrs = [f'label="{_plain(title)}"']
+        if "maxLength" in schema:
+            attrs.append(f"maxlength={schema['maxLength']}")
+        if isinstance(default, str) and default and _plain(default) == default:
+            attrs.append(f'default="{default}"')
+        return "text:" + ":".join(attrs)
+    return None  # arrays and objects: no form field fits
+
+
+def _attrs(label: str, options: list[str], default: str | None) -> str:
+    """A select's attributes: its label, its options (JSON) and its default."""
+    attrs = [f'label="{_plain(label)}"', f"options={json.dumps(options)}"]
+    if default is not None:
+        attrs.append(f'default="{_plain(default)}"')
+    return ":".join(attrs)
+
+
+def _plain(text: str) -> str:
+    """Text that fits between the quotes of a chat variable's attribute: Open WebUI ends the
+    definition at the first `}` and does not unescape quotes."""
+    return re.sub(r'["{}\n]', "", text)
 
 
 def render_action() -> str:
@@ -257,6 +298,8 @@ def install_models(
         description = (
             lgos.get("description") or "LGOS graph without metadata (limited functionality)."
         )
+        # The graph's settings, as chat variables this prompt declares (the Pipe removes it).
+        system = settings_prompt(model)
         form = {
             "id": f"{function_id}.{model['id']}",
             "base_model_id": None,
@@ -274,7 +317,7 @@ def install_models(
                 ]
                 or None,
             },
-            "params": {},
+            "params": {"system": system} if system else {},
             "access_grants": [
                 {"principal_type": "user", "principal_id": "*", "permission": "read"}
             ],
@@ -361,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     install_function(
         url,
         token,
-        render_pipe(models),
+        PIPE_SOURCE.read_text(),
         {
             "base_url": lgos_url,
             "api_key": args.lgos_key,

@@ -7,8 +7,9 @@ public). The owner it returns scopes every object the request reaches: stored Re
 Conversations, pauses, background runs, MCP and A2A tasks, Idempotency-Keys. Another owner's
 object is answered exactly as an unknown one.
 
-`ApiKeys` (`LGOS_API_KEYS`) and `TrustedHeader` (`LGOS_SCOPE_HEADER`) are two such hooks; a host
-passes its own (a JWT check, say) to `create_app` or `LanggraphOpenaiServe`.
+`ApiKeys` (`LGOS_API_KEYS`), `TrustedHeader` (`LGOS_SCOPE_HEADER`) and `GatewayUsers` (both: a
+gateway's key, and the user it names) are three such hooks; a host passes its own (a JWT check,
+say) to `create_app` or `LanggraphOpenaiServe`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ OwnerScopeResolver = Callable[[Request], str | Awaitable[str]]
 OWNER_STATE: Final = "lgos_owner"
 # The owner of every request when the host authenticates nobody.
 SHARED_OWNER_SCOPE: Final = "default"
+# Between a key's owner and the user its holder names (`GatewayUsers`).
+USER_SEPARATOR: Final = "/"
 
 MISSING_KEY = (
     "You didn't provide an API key. Send it in the Authorization header as "
@@ -169,3 +172,28 @@ class TrustedHeader:
 
     async def __call__(self, request: Request) -> str:
         return request.headers.get(self.header) or self.default
+
+
+class GatewayUsers:
+    """A key held by a gateway, and the user the gateway names in `header`.
+
+    The key authenticates the gateway; the owner is the named user under the key's owner
+    (`<key owner>/<user>`), so a holder of any other key can never name the same owner, and
+    a request without the header acts as the key's owner itself. Whoever holds the key speaks
+    for all of its users: the gateway must set the header from its own sign-in and strip any
+    copy a client sent (docs/security.md, "A gateway's users").
+    """
+
+    def __init__(self, keys: ApiKeys, header: str) -> None:
+        if any(USER_SEPARATOR in owner for owner in keys.owners):
+            # "a/b" as a key's owner would be the user b of the key owner a.
+            raise ConfigurationError(
+                f"with a user header, no API key's owner may contain '{USER_SEPARATOR}'"
+            )
+        self.keys = keys
+        self.header = header
+
+    async def __call__(self, request: Request) -> str:
+        owner = await self.keys(request)
+        user = request.headers.get(self.header)
+        return f"{owner}{USER_SEPARATOR}{user}" if user else owner

@@ -22,7 +22,7 @@ from uvicorn.importer import ImportFromStringError, import_from_string
 from lgos.core.background import BackgroundBackend
 from lgos.core.errors import ConfigurationError
 from lgos.core.registry import GraphFeature, GraphRegistry
-from lgos.http.auth import ApiKeys, Authenticate, TrustedHeader
+from lgos.http.auth import ApiKeys, Authenticate, GatewayUsers, TrustedHeader
 from lgos.http.body import RequestLimits
 from lgos.http.errors import install_error_envelopes
 from lgos.http.mount import LanggraphOpenaiServe
@@ -186,12 +186,13 @@ def _open_file_descriptors(limit: int) -> int | None:
 
 
 def authenticate_from(settings: ServerSettings) -> Authenticate | None:
-    """The hook the settings name: API keys, or the trusted header, or none (anyone)."""
+    """The hook the settings name: API keys, the trusted header, both (a gateway's key and the
+    users it names), or none (anyone)."""
     keys = api_keys(settings)
     if keys is not None and settings.SCOPE_HEADER:
-        # A key names its owner; a header beside it could name another, so which one wins
-        # would be a guess (docs/design-choices.md).
-        raise ConfigurationError("set LGOS_API_KEYS(_FILE) or LGOS_SCOPE_HEADER, not both")
+        # The key names the gateway; the header only names a user under it
+        # (docs/design-choices.md).
+        return GatewayUsers(keys, settings.SCOPE_HEADER)
     if keys is not None:
         return keys
     if settings.SCOPE_HEADER:

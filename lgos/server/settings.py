@@ -30,8 +30,9 @@ class ServerSettings(BaseSettings):
     CORS_ORIGINS: list[str] = Field(default_factory=list)
     POSTGRES_URI: str | None = None
     POSTGRES_POOL_SIZE: int = Field(default=10, ge=2)
-    # How long a request waits for a database connection before it answers 503 with
-    # Retry-After (the database restarted or is down); docs/server.md.
+    # How long a request waits for a database connection before it checks that the database
+    # answers: 503 with Retry-After if not (it restarted or is down), else it waits on (the
+    # pool is only busy); docs/server.md.
     POSTGRES_WAIT_SECONDS: float = Field(default=5.0, gt=0)
     INTERRUPT_TTL_MINUTES: int = Field(default=43200, ge=1)
     INTERRUPT_SWEEP_INTERVAL_MINUTES: float = Field(default=5, ge=0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -44,10 +45,13 @@ class Deployment:
         workers: int,
         extra_env: dict[str, str] | None = None,
         worker_groups: bool = False,
+        start_timeout: float = START_TIMEOUT,
     ) -> None:
         """`worker_groups`: each worker leads a process group of its own (with the children
-        an engine's SDK starts), which a test can freeze as a whole (`os.killpg`)."""
+        an engine's SDK starts), which a test can freeze as a whole (`os.killpg`).
+        `start_timeout`: how long each process may take to serve or run."""
         self.engine = engine
+        self.start_timeout = start_timeout
         self.uri = uri
         self.env = clean_environment(
             **(extra_env or {}),
@@ -79,7 +83,18 @@ class Deployment:
         self.apis = [spawn("serve", self.env, "--port", "0") for _ in range(self._api_count)]
         self.ensure_workers()
         for api in self.apis:
-            api.wait_until_serving(timeout=START_TIMEOUT)
+            api.wait_until_serving(timeout=self.start_timeout)
+
+    def ensure_running(self) -> None:
+        """(Re)start any API or worker a test killed, and wait until all serve and run."""
+        for index, api in enumerate(self.apis):
+            if not api.alive():
+                api.stop()
+                self._clients.pop(index, None)
+                self.apis[index] = spawn("serve", self.env, "--port", "0")
+        self.ensure_workers()
+        for api in self.apis:
+            api.wait_until_serving(timeout=self.start_timeout)
 
     def ensure_workers(self) -> None:
         """(Re)start any worker that is not running, and wait until all run."""
@@ -92,7 +107,7 @@ class Deployment:
                     own_group=self._worker_groups,
                 )
         for worker in self.workers.values():
-            worker.wait_for_record(is_message("worker.started"), timeout=START_TIMEOUT)
+            worker.wait_for_record(is_message("worker.started"), timeout=self.start_timeout)
 
     def worker_with_pid(self, pid: int) -> Process:
         for worker in self.workers.values():
@@ -107,7 +122,7 @@ class Deployment:
         for process in [*self.apis, *self.workers.values()]:
             process.stop()
 
-    def client(self, index: int = 0) -> AsyncOpenAI:
+    def sdk(self, index: int = 0) -> AsyncOpenAI:
         """The SDK in strict mode on API `index` (one client per API, closed after each test)."""
         index %= len(self.apis)
         if index not in self._clients:
@@ -184,15 +199,21 @@ def bg_database() -> Iterator[str]:
         yield uri
 
 
-def _deployment(
-    engine: str, uri: str, apis: int, workers: int, extra_env: dict[str, str] | None = None
-) -> Iterator[Deployment]:
-    deployment = Deployment(engine, uri, apis=apis, workers=workers, extra_env=extra_env)
+@contextmanager
+def running(deployment: Deployment) -> Iterator[Deployment]:
+    """`deployment` started (a start that fails stops what did start), stopped after the block."""
     try:
         deployment.start()
         yield deployment
     finally:
         deployment.stop()
+
+
+def _deployment(
+    engine: str, uri: str, apis: int, workers: int, extra_env: dict[str, str] | None = None
+) -> Iterator[Deployment]:
+    with running(Deployment(engine, uri, apis=apis, workers=workers, extra_env=extra_env)) as up:
+        yield up
 
 
 @pytest.fixture(scope="package")
@@ -210,11 +231,26 @@ def hatchet_deployment(bg_database: str, hatchet_engine: dict[str, str]) -> Iter
     yield from _deployment("hatchet", bg_database, apis=2, workers=2, extra_env=hatchet_engine)
 
 
-@pytest.fixture(params=["memory", "dbos", "hatchet"])
-async def deployment(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
+@asynccontextmanager
+async def _in_use(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
+    """The package's deployment of the engine `request.param` names, its workers running; the
+    SDK clients the test made are closed after it."""
     found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
     found.ensure_workers()
     try:
         yield found
     finally:
         await found.close_clients()
+
+
+@pytest.fixture(params=["memory", "dbos", "hatchet"])
+async def deployment(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
+    async with _in_use(request) as found:
+        yield found
+
+
+@pytest.fixture(params=["dbos", "hatchet"])
+async def workers(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
+    """The deployment of each engine that runs workers (two APIs, two workers)."""
+    async with _in_use(request) as found:
+        yield found

@@ -24,6 +24,7 @@ DECODERS = ("lgos.wire.decoding", "lgos.wire.responses_decoder", "lgos.wire.chat
 
 
 def registry() -> GraphRegistry:
+    """`background-mock` alone (test_hatchet.py runs its Hatchet task body on it too)."""
     return GraphRegistry(
         graphs={
             "background-mock": GraphConfig(

@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 from langchain_core.messages import AIMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.pregel import Pregel
 
 from demo.graphs.everything import everything_agent_graph
@@ -24,6 +24,7 @@ from demo.graphs.fake_model import last_user_text
 from demo.graphs.review import DelaySettings, background_interrupt_graph, background_mock_graph
 from demo.registry import EVERYTHING, EVERYTHING_ANSWER
 from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
+from tests.support.graphs import linear_graph, single_node
 
 BACKGROUND = GraphFeature.BACKGROUND
 SCHEMA = (
@@ -77,26 +78,19 @@ def gated_steps_graph(uri: str) -> Pregel:
 
         return run
 
-    builder = StateGraph(StepsState)
-    builder.add_node("step_1", step("step_1"))
-    builder.add_node("step_2", step("step_2", gated=True))
-    builder.add_node("step_3", step("step_3"))
-    builder.add_edge(START, "step_1")
-    builder.add_edge("step_1", "step_2")
-    builder.add_edge("step_2", "step_3")
-    builder.add_edge("step_3", END)
-    return builder.compile()
+    steps = {
+        "step_1": step("step_1"),
+        "step_2": step("step_2", gated=True),
+        "step_3": step("step_3"),
+    }
+    return linear_graph(steps, StepsState)
 
 
 def failing_graph() -> Pregel:
     async def explode(state: MessagesState) -> dict[str, Any]:
         raise RuntimeError("secret internal detail")
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("explode", explode)
-    builder.add_edge(START, "explode")
-    builder.add_edge("explode", END)
-    return builder.compile()
+    return single_node(explode)
 
 
 def create_registry(resources: ServerResources) -> GraphRegistry:

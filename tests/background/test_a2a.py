@@ -7,19 +7,14 @@ The client is the official `a2a-sdk`; the agent is `tests.background.registry`'s
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
-import httpx
 import pytest
-from a2a.client import Client, ClientConfig, create_client
+from a2a.client import Client
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetTaskRequest,
-    Message,
-    Part,
-    Role,
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
@@ -27,41 +22,23 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.errors import A2AError
-from google.protobuf.struct_pb2 import Struct
 
 from tests.background.conftest import Deployment, spawn
 from tests.background.test_conformance import step_seen, topic
+from tests.support.a2a import a2a_client, user_message
 from tests.support.processes import START_TIMEOUT
 
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.postgres,
     pytest.mark.processes,
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(600, func_only=True),
 ]
 
 
-@pytest.fixture(params=["dbos", "hatchet"])
-async def workers(request: pytest.FixtureRequest) -> Deployment:
-    found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
-    found.ensure_workers()
-    return found
-
-
-@asynccontextmanager
-async def agent(deployment: Deployment, api: int, model: str) -> AsyncIterator[Client]:
+def agent(deployment: Deployment, api: int, model: str) -> AbstractAsyncContextManager[Client]:
     url = f"{deployment.apis[api].base_url}/a2a/{model}"
-    async with httpx.AsyncClient(timeout=120) as http:
-        client = await create_client(url, ClientConfig(streaming=True, httpx_client=http))
-        try:
-            yield client
-        finally:
-            await client.close()
-
-
-def message(text: str) -> SendMessageRequest:
-    sent = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[Part(text=text)])
-    return SendMessageRequest(message=sent)
+    return a2a_client(url, streaming=True, http_timeout=120)
 
 
 def chunks(events: list[StreamResponse]) -> str:
@@ -78,7 +55,7 @@ async def test_a_task_resubscribed_on_the_other_api_loses_and_repeats_nothing(
 ) -> None:
     name = topic()
     async with agent(workers, 0, "long-steps") as first:
-        stream = first.send_message(message(name))
+        stream = first.send_message(user_message(name))
         before: list[StreamResponse] = []
         async for event in stream:
             before.append(event)
@@ -114,7 +91,7 @@ async def test_a_task_resubscribed_on_the_other_api_loses_and_repeats_nothing(
 async def test_cancelling_the_task_cancels_the_workers_run(workers: Deployment) -> None:
     name = topic()
     async with agent(workers, 0, "long-steps") as client:
-        stream = client.send_message(message(name))
+        stream = client.send_message(user_message(name))
         created = await anext(stream)
         await stream.aclose()  # type: ignore[attr-defined]
         await step_seen(workers, name, "step_2", "started")
@@ -131,7 +108,7 @@ async def test_a_task_outlives_the_api_that_created_it(workers: Deployment) -> N
     task, and the task completes."""
     name = topic()
     async with agent(workers, 0, "long-steps") as client:
-        stream = client.send_message(message(name))
+        stream = client.send_message(user_message(name))
         created = await anext(stream)
         await stream.aclose()  # type: ignore[attr-defined]
     await step_seen(workers, name, "step_2", "started")
@@ -148,22 +125,12 @@ async def test_a_task_outlives_the_api_that_created_it(workers: Deployment) -> N
     assert after[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-def reply(text: str, task: Task, settings: dict[str, object] | None = None) -> SendMessageRequest:
-    sent = message(text)
-    sent.message.task_id, sent.message.context_id = task.id, task.context_id
-    if settings is not None:
-        metadata = Struct()
-        metadata.update({"lgos_settings": settings})
-        sent.message.metadata.CopyFrom(metadata)
-    return sent
+def reply(text: str, task: Task, settings: dict[str, Any] | None = None) -> SendMessageRequest:
+    return user_message(text, task=task, settings=settings)
 
 
 def started(text: str) -> SendMessageRequest:
-    sent = message(text)
-    metadata = Struct()
-    metadata.update({"lgos_settings": {"delay_seconds": 0}})
-    sent.message.metadata.CopyFrom(metadata)
-    return sent
+    return user_message(text, settings={"delay_seconds": 0})
 
 
 async def sent(client: Client, request: SendMessageRequest) -> Task:

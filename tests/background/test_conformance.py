@@ -22,7 +22,7 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.postgres,
     pytest.mark.processes,
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(600, func_only=True),
 ]
 
 DEADLINE_SECONDS = 60.0
@@ -43,7 +43,7 @@ async def eventually(check: Callable[[], Awaitable[T | None]], what: str) -> T:
 
 
 async def finished(deployment: Deployment, response_id: str, api: int = 0) -> Response:
-    client = deployment.client(api)
+    client = deployment.sdk(api)
 
     async def terminal() -> Response | None:
         response = await client.responses.retrieve(response_id)
@@ -67,7 +67,7 @@ def topic() -> str:
 
 
 async def test_create_returns_queued_then_completes(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     accepted = await client.responses.create(
         model="background-mock", input="Quarterly risks", background=True, metadata=NO_DELAY
     )
@@ -97,7 +97,7 @@ FORECAST_FORMAT = {
 async def test_a_background_run_gets_everything_the_client_sent(deployment: Deployment) -> None:
     # The job carries the answer's shape, the reasoning options and `truncation` to the
     # worker (the API prepared them; the worker decodes nothing), and every snapshot echoes them.
-    client = deployment.client()
+    client = deployment.sdk()
     accepted = await client.responses.create(
         model="everything-background",
         input="What is the weather in Paris?",
@@ -120,7 +120,7 @@ async def test_a_background_run_gets_everything_the_client_sent(deployment: Depl
 
 
 async def test_cancel_queued(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     blockers: list[str] = []
     held = topic()
     # Fill every worker slot, so the next run waits in the queue.
@@ -156,7 +156,7 @@ async def _count(deployment: Deployment, topic: str, step: str, event: str, n: i
 
 
 async def test_cancel_running_stops_the_graph(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     name = topic()
     accepted = await client.responses.create(model="gated-steps", input=name, background=True)
     await step_seen(deployment, name, "step_2", "started")
@@ -186,7 +186,7 @@ async def test_a_cancel_shows_on_every_api_at_once(deployment: Deployment) -> No
 
 
 async def test_cancel_finished_returns_it_unchanged(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     accepted = await client.responses.create(
         model="background-mock", input="Done already", background=True, metadata=NO_DELAY
     )
@@ -202,7 +202,7 @@ async def test_idempotent_create_under_concurrency(deployment: Deployment) -> No
     api_count = len(deployment.apis)
 
     async def create(index: int) -> Response:
-        return await deployment.client(index % api_count).responses.create(
+        return await deployment.sdk(index % api_count).responses.create(
             model="gated-steps",
             input=name,
             background=True,
@@ -228,7 +228,7 @@ async def test_idempotent_create_under_concurrency(deployment: Deployment) -> No
 
 async def test_idempotency_key_in_litellm_extra_headers(deployment: Deployment) -> None:
     key = str(uuid.uuid4())
-    client = deployment.client()
+    client = deployment.sdk()
     body: dict[str, Any] = {"extra_headers": {"Idempotency-Key": key}}
     first = await client.responses.create(
         model="background-mock",
@@ -249,7 +249,7 @@ async def test_idempotency_key_in_litellm_extra_headers(deployment: Deployment) 
 
 async def test_key_reused_with_another_body_is_409(deployment: Deployment) -> None:
     key = str(uuid.uuid4())
-    client = deployment.client()
+    client = deployment.sdk()
     first = await client.responses.create(
         model="background-mock",
         input="first body",
@@ -270,7 +270,7 @@ async def test_key_reused_with_another_body_is_409(deployment: Deployment) -> No
 
 
 async def test_failed_graph_is_failed_without_internals(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     accepted = await client.responses.create(model="failing", input="boom", background=True)
     done = await finished(deployment, accepted.id)
     assert done.status == "failed"
@@ -279,7 +279,7 @@ async def test_failed_graph_is_failed_without_internals(deployment: Deployment) 
 
 
 async def test_unknown_id_is_a_prompt_404(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     for unknown in (f"resp_{uuid.uuid4().hex}{uuid.uuid4().hex}", "resp_not-ours"):
         with pytest.raises(openai.NotFoundError):
             await client.responses.retrieve(unknown)
@@ -288,7 +288,7 @@ async def test_unknown_id_is_a_prompt_404(deployment: Deployment) -> None:
 
 
 async def test_background_interrupt_round_trip(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     accepted = await client.responses.create(
         model="background-interrupt", input="Quarterly risks", background=True, metadata=NO_DELAY
     )
@@ -337,7 +337,7 @@ async def test_background_interrupt_round_trip(deployment: Deployment) -> None:
 
 
 async def test_background_needs_the_feature(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     with pytest.raises(openai.BadRequestError) as caught:
         await client.responses.create(model="foreground-only", input="x", background=True)
     assert caught.value.param == "background"
@@ -348,7 +348,7 @@ async def _events(stream: Any) -> list[Any]:
 
 
 async def _streamed(deployment: Deployment, text: str) -> list[Any]:
-    stream = await deployment.client().responses.create(
+    stream = await deployment.sdk().responses.create(
         model="background-mock", input=text, background=True, stream=True, metadata=NO_DELAY
     )
     return await _events(stream)
@@ -369,7 +369,7 @@ async def test_streamed_create_yields_the_whole_lifecycle(deployment: Deployment
     assert final.output[-1].content[0].text == "Background report for: Streamed risks"
     assert len({event.response.id for event in events if hasattr(event, "response")}) == 1
     # What the stream ended with is what a poll returns.
-    polled = await deployment.client().responses.retrieve(final.id)
+    polled = await deployment.sdk().responses.retrieve(final.id)
     assert polled.model_dump() == final.model_dump()
 
 
@@ -380,9 +380,9 @@ async def test_deleting_a_streamed_response_deletes_its_events(deployment: Deplo
     durable = deployment.engine != "memory"
     if durable:
         assert await deployment.logged_events(response_id) > 0
-    await deployment.client().responses.delete(response_id)
+    await deployment.sdk().responses.delete(response_id)
     with pytest.raises(openai.NotFoundError):
-        await deployment.client(1).responses.retrieve(response_id, stream=True)
+        await deployment.sdk(1).responses.retrieve(response_id, stream=True)
     if durable:
         # Deleted means gone, not merely hidden: the streamed text is no longer kept.
         assert await deployment.logged_events(response_id) == 0
@@ -399,7 +399,7 @@ async def test_an_expired_response_takes_its_logged_events_with_it(
     deployment: Deployment = request.getfixturevalue(f"{engine}_deployment")
     deployment.ensure_workers()
     try:
-        client = deployment.client()
+        client = deployment.sdk()
         if stream:
             response_id = (await _streamed(deployment, "Expiring risks"))[0].response.id
         else:
@@ -423,7 +423,7 @@ async def test_an_expired_response_takes_its_logged_events_with_it(
 async def test_retrieve_stream_replays_from_the_start(deployment: Deployment) -> None:
     events = await _streamed(deployment, "Replayed risks")
     response_id = events[0].response.id
-    client = deployment.client(1)  # another API instance where there is one
+    client = deployment.sdk(1)  # another API instance where there is one
     replayed = await _events(await client.responses.retrieve(response_id, stream=True))
     assert [event.model_dump() for event in replayed] == [event.model_dump() for event in events]
     # The SDK's helper starts from response.created and accumulates the final Response.
@@ -437,7 +437,7 @@ async def test_retrieve_stream_replays_from_the_start(deployment: Deployment) ->
 async def test_retrieve_stream_starting_after(deployment: Deployment) -> None:
     events = await _streamed(deployment, "Resumed risks")
     response_id = events[0].response.id
-    client = deployment.client()
+    client = deployment.sdk()
     later = await _events(
         await client.responses.retrieve(
             response_id, stream=True, starting_after=3, include_obfuscation=False
@@ -455,7 +455,7 @@ async def test_retrieve_stream_starting_after(deployment: Deployment) -> None:
 async def test_disconnecting_from_the_stream_leaves_the_run_running(
     deployment: Deployment,
 ) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     name = topic()
     stream = await client.responses.create(
         model="gated-steps", input=name, background=True, stream=True
@@ -474,7 +474,7 @@ async def test_disconnecting_from_the_stream_leaves_the_run_running(
 
 
 async def test_stream_of_a_cancelled_run_ends(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     name = topic()
     stream = await client.responses.create(
         model="gated-steps", input=name, background=True, stream=True
@@ -501,7 +501,7 @@ async def test_stream_of_a_cancelled_run_ends(deployment: Deployment) -> None:
 
 
 async def test_retrieve_stream_of_a_polled_response_is_400(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     accepted = await client.responses.create(
         model="background-mock", input="Polled", background=True, metadata=NO_DELAY
     )
@@ -513,7 +513,7 @@ async def test_retrieve_stream_of_a_polled_response_is_400(deployment: Deploymen
 
 
 async def test_background_stream_needs_store(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     with pytest.raises(openai.BadRequestError) as caught:
         await client.responses.create(
             model="background-mock",
@@ -534,7 +534,7 @@ async def _created_at_across_polls(
 
     async def clock_moved_on() -> bool:
         for api in range(len(deployment.apis)):
-            polled = await deployment.client(api).responses.retrieve(response_id)
+            polled = await deployment.sdk(api).responses.retrieve(response_id)
             assert polled.status == status
             assert polled.created_at == first, (polled.created_at, first)
         return time.time() >= first + 2
@@ -543,7 +543,7 @@ async def _created_at_across_polls(
 
 
 async def test_created_at_is_the_create_time_in_every_state(deployment: Deployment) -> None:
-    client = deployment.client()
+    client = deployment.sdk()
     held, waiting_topic = topic(), topic()
     # Fill every worker slot with a held run, so one more run stays queued.
     blockers = [

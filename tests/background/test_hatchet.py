@@ -25,12 +25,8 @@ from hatchet_sdk.clients.rest.exceptions import (
 )
 from langgraph.checkpoint.memory import InMemorySaver
 
-from demo.graphs.review import DelaySettings, background_mock_graph
 from lgos import (
     ConfigurationError,
-    GraphConfig,
-    GraphFeature,
-    GraphRegistry,
     InMemoryRunCoordinator,
 )
 from lgos.background.executor import DurableRuns, JobExecutor
@@ -48,6 +44,7 @@ from lgos.integrations.hatchet import (
 from lgos.service import responses
 from lgos.service.background import new_job
 from lgos.wire import ids, responses_decoder
+from tests.background.job_worker import registry
 
 pytestmark = pytest.mark.anyio
 
@@ -82,19 +79,6 @@ def job(text: str = "Quarterly risks", key: str | None = None) -> BackgroundJob:
     decoded = responses_decoder.decode(request)
     prepared = responses.prepare(registry(), decoded, turn=responses.Turn(store=True))
     return new_job(prepared, decoded, owner_scope="default", idempotency_key=key)
-
-
-def registry() -> GraphRegistry:
-    return GraphRegistry(
-        graphs={
-            "background-mock": GraphConfig(
-                graph=background_mock_graph(),
-                description="Writes a report.",
-                features=frozenset({GraphFeature.BACKGROUND}),
-                client_settings=DelaySettings,
-            )
-        }
-    )
 
 
 async def test_task_body_streams_a_streamed_job_into_the_event_log(hatchet: Hatchet) -> None:

@@ -36,18 +36,11 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.postgres,
     pytest.mark.processes,
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(600, func_only=True),
 ]
 
 # A bound for a state the run reaches by itself (never a timing assertion).
 DEADLINE_SECONDS = 180
-
-
-@pytest.fixture(params=["dbos", "hatchet"])
-async def workers(request: pytest.FixtureRequest) -> Deployment:
-    found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
-    found.ensure_workers()
-    return found
 
 
 @asynccontextmanager

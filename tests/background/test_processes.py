@@ -32,19 +32,8 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.postgres,
     pytest.mark.processes,
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(600, func_only=True),
 ]
-
-
-@pytest.fixture(params=["dbos", "hatchet"])
-async def workers(request: pytest.FixtureRequest) -> Deployment:
-    """The two-API, two-worker deployment of each engine that runs workers."""
-    found: Deployment = request.getfixturevalue(f"{request.param}_deployment")
-    found.ensure_workers()
-    try:
-        yield found  # type: ignore[misc]
-    finally:
-        await found.close_clients()
 
 
 @pytest.fixture
@@ -59,7 +48,7 @@ async def dbos_only(dbos_deployment: Deployment) -> Deployment:
 async def test_creates_on_either_api_are_polled_on_the_other(workers: Deployment) -> None:
     created = await asyncio.gather(
         *(
-            workers.client(index % 2).responses.create(
+            workers.sdk(index % 2).responses.create(
                 model="background-mock",
                 input=f"report {index}",
                 background=True,
@@ -78,7 +67,7 @@ async def test_killed_worker_run_completes_without_redoing_finished_steps(
     workers: Deployment,
 ) -> None:
     name = topic()
-    accepted = await workers.client(0).responses.create(
+    accepted = await workers.sdk(0).responses.create(
         model="gated-steps", input=name, background=True
     )
     victim_pid = await step_seen(workers, name, "step_2", "started")
@@ -111,7 +100,7 @@ async def test_killed_worker_run_completes_without_redoing_finished_steps(
 
 async def test_killed_worker_stream_continues_without_repeats(workers: Deployment) -> None:
     name = topic()
-    stream = await workers.client(0).responses.create(
+    stream = await workers.sdk(0).responses.create(
         model="gated-steps", input=name, background=True, stream=True
     )
     seen = []
@@ -148,7 +137,7 @@ async def checkpoint_rows(workers: Deployment, model: str, run_id: str) -> int:
 
 async def test_restarted_worker_takes_runs_again(workers: Deployment) -> None:
     # The fixture restarted the worker killed above (same LGOS_WORKER_ID); runs still finish.
-    accepted = await workers.client(1).responses.create(
+    accepted = await workers.sdk(1).responses.create(
         model="background-mock", input="after restart", background=True, metadata=NO_DELAY
     )
     assert (await finished(workers, accepted.id, api=0)).status == "completed"
@@ -176,7 +165,7 @@ async def test_seed_client_works_unmodified(workers: Deployment) -> None:
 
 async def test_retention_deletes_finished_runs(dbos_only: Deployment) -> None:
     workers = dbos_only
-    client = workers.client(0)
+    client = workers.sdk(0)
     accepted = await client.responses.create(
         model="background-mock", input="old news", background=True, metadata=NO_DELAY
     )

@@ -219,6 +219,27 @@ def test_both_uis_get_the_starter_prompts() -> None:
     assert mounted(sync, str(script.parents[1] / "starters.json")) == "demo/starters.json"
 
 
+def test_the_uis_name_the_stacks_own_commands() -> None:
+    """Inside compose a stopped worker or gateway is fixed by `docker compose`, never by the
+    local stack's `just demo/...` (which the UIs name by default)."""
+    services = services_config()
+    sync = [str(part) for part in services["openwebui-sync"]["command"]]  # type: ignore[union-attr]
+    chainlit: dict[str, str] = services["chainlit"]["environment"]  # type: ignore[assignment]
+
+    def option(name: str) -> str:
+        return sync[sync.index(name) + 1]
+
+    fixes = {
+        "worker": [option("--worker-start"), chainlit["LGOS_WORKER_START"]],
+        "gateway": [option("--upstream-start"), chainlit["LGOS_UPSTREAM_START"]],
+        "api": [option("--lgos-start")],
+    }
+    for piece, commands in fixes.items():
+        for command in commands:
+            assert command.startswith("docker compose up -d"), (piece, command)
+    assert chainlit["LGOS_UPSTREAM_NAME"] == "the LiteLLM gateway"
+
+
 def mounted(service: dict[str, object], target: str) -> str | None:
     """The repo file bind-mounted at `target` in a service (relative to the repo), if any."""
     for volume in service.get("volumes", []):  # type: ignore[attr-defined]

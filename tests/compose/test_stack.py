@@ -19,7 +19,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,11 @@ NOT_OPTED_IN = "the compose stack runs with `just demo/test-compose` (LGOS_TEST_
 
 FULL = os.environ.get("LGOS_COMPOSE_ALL") == "1"
 UIS = ["chainlit", "openwebui", "openwebui-sync"]
+# compose.yaml's development defaults: Open WebUI's admin, Chainlit's two logins, the
+# stack's PostgreSQL (Chainlit's threads are in its lgos_chainlit database).
+OPENWEBUI_ADMIN = ("openwebui@example.com", "openwebui-dev-password")
+CHAINLIT_LOGINS = (("demo", "demo"), ("guest", "guest"))
+POSTGRES_LOGIN = "lgos:lgos-dev-password"
 VIEWPORT = {"width": 1280, "height": 900}
 # profile -> (compose profiles, services to start, extra variables). With --all the hatchet
 # stack adds both UIs, and the dbos stack runs with the otel profile, API and worker exporting
@@ -201,7 +206,8 @@ def test_the_uis_answer_on_the_compose_ports(stack: Stack | StartFailure) -> Non
     # Open WebUI's own MCP client reaches the graphs through the tool server compose.yaml
     # configures (LGOS's /mcp on the stack's network).
     signin = started.url("OPENWEBUI_PORT", "/api/v1/auths/signin")
-    token = httpx2.post(signin, json={"email": "", "password": ""}, timeout=30).json()["token"]
+    admin = {"email": OPENWEBUI_ADMIN[0], "password": OPENWEBUI_ADMIN[1]}
+    token = httpx2.post(signin, json=admin, timeout=30).json()["token"]
     headers = {"Authorization": f"Bearer {token}"}
     servers = httpx2.get(
         started.url("OPENWEBUI_PORT", "/api/v1/configs/tool_servers"), headers=headers, timeout=30
@@ -226,18 +232,33 @@ def test_each_ui_answers_and_takes_a_review_in_a_browser(
 
     # The stack's containers share two cores: a streamed answer may take a while.
     expect.set_options(timeout=60_000)
+    chainlit, openwebui = started.url("CHAINLIT_PORT", "/"), started.url("OPENWEBUI_PORT", "")
+    passes: list[tuple[str, Callable[[Any], None]]] = [
+        ("chainlit", lambda browser: chainlit_pass(browser, chainlit)),
+        ("openwebui", lambda browser: openwebui_pass(browser, openwebui)),
+    ]
+    in_chromium(started, request, passes, "a simple answer and an approved review")
+
+
+def in_chromium(
+    started: Stack,
+    request: pytest.FixtureRequest,
+    passes: list[tuple[str, Callable[[Any], None]]],
+    done: str,
+) -> None:
+    """Each UI's pass in one Chromium, logged once it passed; a failing one says what the UI's,
+    the gateway's and the API's logs say."""
     # Asked for here, not as an argument: as one, pytest-playwright's session fixture makes
-    # pytest order this test after the other modules, and the stack would start again for it.
+    # pytest order the test after the other modules, and the stack would start again for it.
     browser = launch_chromium(request.getfixturevalue("playwright"))
     try:
-        for ui, run in (("chainlit", chainlit_pass), ("openwebui", openwebui_pass)):
+        for ui, run in passes:
             try:
-                run(browser, started.url(ui.upper() + "_PORT", "/" if ui == "chainlit" else ""))
+                run(browser)
             except AssertionError as error:
-                # What the page missed is in the UI's and the gateway's logs.
                 logs = "\n".join(started.logs([name])[-4000:] for name in (ui, "litellm", "api"))
                 raise AssertionError(f"{ui}: {error}\n{logs}") from None
-            log(f"{ui}: a simple answer and an approved review in Chromium on the compose ports")
+            log(f"{ui}: {done} in Chromium on the compose ports")
     finally:
         browser.close()
 
@@ -271,6 +292,7 @@ def openwebui_pass(browser: Any, url: str) -> None:
     from tests.support import openwebui_page as owui
 
     page = loopback_context(browser, viewport=VIEWPORT).new_page()
+    owui.log_in(page, url, *OPENWEBUI_ADMIN)
     owui.open_chat(page, url, "lgos.simple-graph")
     owui.send(page, "Hello from compose")
     expect(owui.last_answer(page)).to_contain_text("Hello from compose")
@@ -282,6 +304,50 @@ def openwebui_pass(browser: Any, url: str) -> None:
     card.get_by_role("button", name=re.compile("^Approve")).click()
     expect(owui.last_answer(page)).to_contain_text("Published 'Compose plan'.")
     owui.expect_finished(page)
+
+
+def test_two_users_of_each_ui_never_reach_each_others_runs(
+    stack: Stack | StartFailure, request: pytest.FixtureRequest
+) -> None:
+    """The reference stack's chain on the compose ports, as tests/ui/users runs it on local
+    processes: two users of each UI in Chromium, neither reaching the other's review, chat or
+    background run, in the UI or through the gateway with the other's ids."""
+    started = require(stack)
+    if not set(UIS) <= set(started.services):
+        pytest.skip("the UIs run with `just demo/test-compose --all` (hatchet stack)")
+    from playwright.sync_api import expect
+
+    from tests.support import two_users
+
+    expect.set_options(timeout=60_000)
+    openwebui = started.url("OPENWEBUI_PORT", "")
+    people, tokens = two_users.openwebui_users(openwebui, *OPENWEBUI_ADMIN)
+    chainlit = tuple(
+        two_users.Person(login, password, "x-litellm-end-user-id", f"chainlit:{login}")
+        for login, password in CHAINLIT_LOGINS
+    )
+
+    def waiting_reviews() -> str:
+        path = "/app/backend/data/lgos_pending_reviews.json"
+        shown = started.run("exec", "-T", "openwebui", "cat", path, timeout=60)
+        return shown.stdout if shown.returncode == 0 else ""
+
+    users = two_users.UserStack(
+        gateway_url=started.url("LITELLM_PORT"),
+        chainlit_url=started.url("CHAINLIT_PORT", ""),
+        chainlit_database=f"postgresql://{POSTGRES_LOGIN}@127.0.0.1:"
+        f"{started.ports['POSTGRES_PORT']}/lgos_chainlit",
+        openwebui_url=openwebui,
+        chainlit_users=(chainlit[0], chainlit[1]),
+        openwebui_users=people,
+        openwebui_tokens=tokens,
+        read_waiting_reviews=waiting_reviews,
+    )
+    passes: list[tuple[str, Callable[[Any], None]]] = [
+        ("chainlit", lambda browser: two_users.chainlit_users_stay_apart(users, browser)),
+        ("openwebui", lambda browser: two_users.openwebui_users_stay_apart(users, browser)),
+    ]
+    in_chromium(started, request, passes, "two users kept apart")
 
 
 def test_the_stand_ins_are_the_versions_compose_names() -> None:

@@ -26,7 +26,7 @@ from tests.conformance.llm_comply import (
 )
 from tests.support.processes import Process
 
-pytestmark = [pytest.mark.processes, pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.processes, pytest.mark.slow, pytest.mark.timeout(600, func_only=True)]
 
 
 @pytest.fixture(scope="module")

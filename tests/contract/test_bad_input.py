@@ -16,6 +16,7 @@ from lgos.core.safe_json import MAX_DEPTH, MAX_NUMBER_CHARS
 from lgos.http.body import RequestLimits
 from lgos.http.errors import install_error_envelopes
 from tests.support.graphs import Probe, build_registry
+from tests.support.sdk import asgi_http
 
 pytestmark = pytest.mark.anyio
 
@@ -760,111 +761,61 @@ def hostile_cases() -> Iterator[Case]:
 
 
 def nul_cases() -> Iterator[Case]:
-    yield Case(
-        "nul-in-input",
-        "POST",
-        RESPONSES,
-        400,
-        "input",
-        "invalid_value",
-        {"model": "echo", "input": "a\x00b"},
-    )
-    yield Case(
-        "nul-in-model",
-        "POST",
-        RESPONSES,
-        400,
-        "model",
-        "invalid_value",
-        {"model": "echo\x00", "input": "hi"},
-    )
-    yield Case(
-        "nul-in-content",
-        "POST",
-        RESPONSES,
-        400,
-        "input[0].content",
-        "invalid_value",
-        {"model": "echo", "input": [{"role": "user", "content": "x\x00"}]},
-    )
-    yield Case(
-        "nul-in-text-part",
-        "POST",
-        RESPONSES,
-        400,
-        "input[0].content[0].text",
-        "invalid_value",
-        {
-            "model": "echo",
-            "input": [{"role": "user", "content": [{"type": "input_text", "text": "\x00"}]}],
-        },
-    )
-    yield Case(
-        "nul-in-instructions",
-        "POST",
-        RESPONSES,
-        400,
-        "instructions",
-        "invalid_value",
-        {**OK_INPUT, "instructions": "be\x00nice"},
-    )
-    yield Case(
-        "nul-in-metadata",
-        "POST",
-        RESPONSES,
-        400,
-        "metadata.k",
-        "invalid_value",
-        {**OK_INPUT, "metadata": {"k": "\x00"}},
-    )
-    yield Case(
-        "nul-in-metadata-key",
-        "POST",
-        RESPONSES,
-        400,
-        "metadata",
-        "invalid_value",
-        {**OK_INPUT, "metadata": {"k\x00": "v"}},
-    )
-    yield Case(
-        "nul-in-approval-input",
-        "POST",
-        RESPONSES,
-        400,
-        "input",
-        "invalid_value",
-        {"model": "approval", "input": "draft \x00 this"},
-    )
-    yield Case(
-        "nul-in-chat-content",
-        "POST",
-        CHAT,
-        400,
-        "messages[0].content",
-        "invalid_value",
-        {"model": "echo", "messages": [{"role": "user", "content": "\x00"}]},
-    )
-    yield Case(
-        "nul-in-chat-system",
-        "POST",
-        CHAT,
-        400,
-        "messages[0].content",
-        "invalid_value",
-        {
-            "model": "echo",
-            "messages": [{"role": "system", "content": "\x00"}, {"role": "user", "content": "x"}],
-        },
-    )
-    yield Case(
-        "nul-in-chat-user-name",
-        "POST",
-        CHAT,
-        400,
-        "user",
-        "invalid_value",
-        {**OK_CHAT, "user": "\x00"},
-    )
+    # A NUL character wherever a client's text goes: 400 invalid_value naming the field.
+    nul_in = [  # (name, path, param, body)
+        ("nul-in-input", RESPONSES, "input", {"model": "echo", "input": "a\x00b"}),
+        ("nul-in-model", RESPONSES, "model", {"model": "echo\x00", "input": "hi"}),
+        (
+            "nul-in-content",
+            RESPONSES,
+            "input[0].content",
+            {"model": "echo", "input": [{"role": "user", "content": "x\x00"}]},
+        ),
+        (
+            "nul-in-text-part",
+            RESPONSES,
+            "input[0].content[0].text",
+            {
+                "model": "echo",
+                "input": [{"role": "user", "content": [{"type": "input_text", "text": "\x00"}]}],
+            },
+        ),
+        (
+            "nul-in-instructions",
+            RESPONSES,
+            "instructions",
+            {**OK_INPUT, "instructions": "be\x00nice"},
+        ),
+        ("nul-in-metadata", RESPONSES, "metadata.k", {**OK_INPUT, "metadata": {"k": "\x00"}}),
+        ("nul-in-metadata-key", RESPONSES, "metadata", {**OK_INPUT, "metadata": {"k\x00": "v"}}),
+        (
+            "nul-in-approval-input",
+            RESPONSES,
+            "input",
+            {"model": "approval", "input": "draft \x00 this"},
+        ),
+        (
+            "nul-in-chat-content",
+            CHAT,
+            "messages[0].content",
+            {"model": "echo", "messages": [{"role": "user", "content": "\x00"}]},
+        ),
+        (
+            "nul-in-chat-system",
+            CHAT,
+            "messages[0].content",
+            {
+                "model": "echo",
+                "messages": [
+                    {"role": "system", "content": "\x00"},
+                    {"role": "user", "content": "x"},
+                ],
+            },
+        ),
+        ("nul-in-chat-user-name", CHAT, "user", {**OK_CHAT, "user": "\x00"}),
+    ]
+    for name, path, param, body in nul_in:
+        yield Case(name, "POST", path, 400, param, "invalid_value", body)
     for path, body in [(RESPONSES, OK_INPUT), (CHAT, OK_CHAT)]:
         for label, settings_value in [
             ("deep", nested(200)),
@@ -1231,10 +1182,8 @@ async def guarded_http(probe: Probe) -> AsyncIterator[httpx2.AsyncClient]:
         background=background,
         limits=RequestLimits(max_body_bytes=BODY_LIMIT),
     ).bind_openai_api()
-    async with background.lifespan():
-        transport = httpx2.ASGITransport(app=application)
-        async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield client
+    async with background.lifespan(), asgi_http(application) as client:
+        yield client
 
 
 def test_the_table_is_large() -> None:

@@ -8,7 +8,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx2
 import pytest
 from fastapi import FastAPI
 from langchain_core.messages import AIMessage
@@ -74,11 +73,7 @@ def _nested_graph() -> Pregel:
         await asyncio.sleep(0)  # other runs interleave here
         return {"messages": [AIMessage(content=f"nested {_user()}")]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("outer", single_node(inner))
-    builder.add_edge(START, "outer")
-    builder.add_edge("outer", END)
-    return builder.compile()
+    return single_node(single_node(inner))
 
 
 def _paused_graph(checkpointer: Any) -> Pregel:
@@ -108,21 +103,14 @@ def _registry() -> GraphRegistry:
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[AsyncOpenAI]:
+async def app() -> AsyncIterator[FastAPI]:
+    """This module's registry, served as the shared `client` expects."""
     registry = _registry()
     background = InMemoryBackgroundBackend(registry)
     application = FastAPI()
     LanggraphOpenaiServe(registry, application, background=background).bind_openai_api()
     async with background.lifespan():
-        transport = httpx2.ASGITransport(app=application)
-        async with httpx2.AsyncClient(transport=transport, base_url="http://test") as http:
-            yield AsyncOpenAI(
-                base_url="http://test/v1",
-                api_key="test",
-                http_client=http,
-                _strict_response_validation=True,
-                max_retries=0,
-            )
+        yield application
 
 
 @pytest.mark.parametrize("model", ["sync", "tools", "nested"])

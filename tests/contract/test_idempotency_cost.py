@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import httpx2
 import pytest
 from fastapi import FastAPI
 from openai import AsyncOpenAI
@@ -13,6 +12,7 @@ from openai import AsyncOpenAI
 from lgos import LanggraphOpenaiServe
 from lgos.core.idempotency import IdempotentOutcome, InMemoryIdempotencyStore, KeyRecord
 from tests.support.graphs import Probe, build_registry
+from tests.support.sdk import in_process_sdk
 
 pytestmark = pytest.mark.anyio
 
@@ -56,18 +56,8 @@ async def counted() -> AsyncIterator[tuple[AsyncOpenAI, CountingStore]]:
     store = CountingStore()
     app = FastAPI()
     LanggraphOpenaiServe(build_registry(Probe()), app, idempotency_store=store).bind_openai_api()
-    transport = httpx2.ASGITransport(app=app)
-    async with httpx2.AsyncClient(transport=transport, base_url="http://test") as http:
-        yield (
-            AsyncOpenAI(
-                base_url="http://test/v1",
-                api_key="test",
-                http_client=http,
-                _strict_response_validation=True,
-                max_retries=0,
-            ),
-            store,
-        )
+    async with in_process_sdk(app) as sdk:
+        yield sdk, store
 
 
 async def test_creates_without_a_key_never_reach_the_store(

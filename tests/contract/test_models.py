@@ -6,6 +6,8 @@ import httpx2
 import pytest
 from openai import AsyncOpenAI, NotFoundError
 
+from tests.support.graphs import single_node
+
 pytestmark = pytest.mark.anyio
 
 
@@ -45,16 +47,10 @@ async def test_unknown_route_gets_an_openai_error(http: httpx2.AsyncClient) -> N
 
 
 def test_a_graph_meant_for_the_background_says_so() -> None:
-    from langgraph.graph import END, START, MessagesState, StateGraph
-
     from lgos import ConfigurationError, GraphConfig, GraphFeature
     from lgos.wire.models import model_object
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("noop", lambda state: {})
-    builder.add_edge(START, "noop")
-    builder.add_edge("noop", END)
-    graph = builder.compile()
+    graph = single_node(lambda state: {})
     long_work = GraphConfig(
         graph=graph,
         description="Long work",
@@ -69,15 +65,9 @@ def test_a_graph_meant_for_the_background_says_so() -> None:
 
 
 def test_a_declared_answer_shape_needs_structured_output_and_a_valid_object_schema() -> None:
-    from langgraph.graph import END, START, MessagesState, StateGraph
-
     from lgos import ConfigurationError, GraphConfig, GraphFeature
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("noop", lambda state: {})
-    builder.add_edge(START, "noop")
-    builder.add_edge("noop", END)
-    graph = builder.compile()
+    graph = single_node(lambda state: {})
     structured = frozenset({GraphFeature.STRUCTURED_OUTPUT})
     shape = {"type": "object", "properties": {"city": {"type": "string"}}}
     assert GraphConfig(graph=graph, description="ok", features=structured, output_schema=shape)

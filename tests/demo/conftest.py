@@ -1,15 +1,17 @@
-"""Fixtures: the demo registry served in-process, and the official SDK in strict mode."""
+"""The demo registry served in-process (the shared `client` of tests/conftest.py talks to it),
+and a live process whose pid stands in for a piece of the demo stack."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from fastapi import FastAPI
-from openai import AsyncOpenAI
 
 from demo.graphs.models import API_KEY_VARIABLE, BASE_URL_VARIABLE, MODEL_VARIABLE
-from tests.demo.support import demo_app, sdk_client
+from tests.demo.support import demo_app
 
 
 @pytest.fixture
@@ -23,6 +25,12 @@ async def app(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FastAPI]:
 
 
 @pytest.fixture
-async def client(app: FastAPI) -> AsyncIterator[AsyncOpenAI]:
-    async with sdk_client(app) as sdk:
-        yield sdk
+def alive() -> Iterator[int]:
+    """The pid of a live process (it waits on its stdin until the test ends)."""
+    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=-1)
+    try:
+        yield process.pid
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)

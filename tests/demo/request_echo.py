@@ -11,10 +11,11 @@ import json
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.pregel import Pregel
 
 from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources, get_request
+from tests.support.graphs import single_node
 
 
 def _block(block: Any) -> dict[str, Any]:
@@ -54,11 +55,7 @@ def request_echo_graph() -> Pregel:
         }
         return {"messages": [AIMessage(content=json.dumps(report, default=list))]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("node", node)
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
-    return builder.compile()
+    return single_node(node)
 
 
 def create_registry(resources: ServerResources) -> GraphRegistry:

@@ -1,14 +1,11 @@
-"""Helpers for the demo tests: the demo app in-process, the strict SDK, polling, review calls."""
+"""Helpers for the demo tests: the demo app in-process, polling, review calls."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import httpx2
 from fastapi import FastAPI
 from openai import AsyncOpenAI
 from openai.types.responses import Response, ResponseFunctionToolCall
@@ -29,20 +26,6 @@ def demo_app(postgres_uri: str | None = None) -> FastAPI:
             POSTGRES_URI=postgres_uri, BACKGROUND="memory", INTERRUPT_SWEEP_INTERVAL_MINUTES=0
         ),
     )
-
-
-@asynccontextmanager
-async def sdk_client(app: FastAPI) -> AsyncIterator[AsyncOpenAI]:
-    """The official SDK, strict, talking to `app` in-process."""
-    transport = httpx2.ASGITransport(app=app)
-    async with httpx2.AsyncClient(transport=transport, base_url="http://test") as http:
-        yield AsyncOpenAI(
-            base_url="http://test/v1",
-            api_key="x",
-            http_client=http,
-            _strict_response_validation=True,
-            max_retries=0,
-        )
 
 
 def settings(**values: Any) -> dict[str, str]:

@@ -12,13 +12,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support import hatchet
 from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,31 +159,41 @@ def test_reset_db_forgets_what_both_uis_keep(checkouts: list[Path]) -> None:
     assert not (checkout / "demo" / ".run" / "hatchet.env").exists()
 
 
-@pytest.fixture
-def alive() -> Iterator[int]:
-    """The pid of a live process (it waits on its stdin until the test ends)."""
-    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=-1)
-    try:
-        yield process.pid
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        process.wait(timeout=30)
-
-
-def hatchet_build() -> Path:
-    version = re.search(
-        r'HATCHET_VERSION="\$\{HATCHET_VERSION:-(v[0-9.]+)\}"',
-        (ROOT / "scripts" / "setup-hatchet.sh").read_text(),
-    )
-    assert version, "no pinned version in scripts/setup-hatchet.sh"
-    return ROOT / ".cache" / "hatchet" / version[1] / "bin"
+@pytest.mark.timeout(120)
+def test_chainlit_started_alone_uses_the_checkouts_database(checkouts: list[Path]) -> None:
+    urls = []
+    for checkout in checkouts:
+        # run.sh as `bash demo/chainlit/run.sh` runs it, with stand-ins for its environment:
+        # the database step and Chainlit itself say which database they were given.
+        chainlit = checkout / "demo" / "chainlit"
+        (chainlit / ".venv" / "bin").mkdir(parents=True)
+        shutil.copy(ROOT / "demo" / "chainlit" / "run.sh", chainlit / "run.sh")
+        stand_ins = {
+            chainlit / "setup.sh": "exit 0",
+            **{
+                chainlit / ".venv" / "bin" / name: f'echo "{name} $DATABASE_URL"'
+                for name in ("python", "chainlit")
+            },
+        }
+        for path, script in stand_ins.items():
+            path.write_text(f"#!/bin/sh\n{script}\n")
+            path.chmod(0o755)
+        env = shell(CHAINLIT_AUTH_SECRET="test-only")
+        done = subprocess.run(
+            ["bash", str(chainlit / "run.sh")], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        # The same database `just demo/chainlit` gives it: this checkout's, not a shared one.
+        expected = evaluate(checkout, "chainlit_db", env)
+        assert done.stdout.splitlines() == [f"python {expected}", f"chainlit {expected}"]
+        urls.append(expected)
+    assert urls[0] != urls[1], urls
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_up_shows_the_local_engine_as_what_it_serves(checkouts: list[Path], alive: int) -> None:
-    if not (hatchet_build() / "hatchet-lite").exists():
+    if not (hatchet.bin_dir() / "hatchet-lite").exists():
         pytest.skip("the Hatchet engine is not built (just setup needs Go)")
     checkout = checkouts[0]
     (checkout / ".cache").mkdir()

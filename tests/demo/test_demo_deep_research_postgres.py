@@ -9,8 +9,9 @@ import pytest
 
 from demo.corpus import default_corpus
 from demo.graphs.models import API_KEY_VARIABLE, BASE_URL_VARIABLE, MODEL_VARIABLE
-from tests.demo.support import demo_app, review_calls, sdk_client
+from tests.demo.support import demo_app, review_calls
 from tests.support.postgres import create_database, drop_database
+from tests.support.sdk import in_process_sdk
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -30,14 +31,14 @@ def database(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 async def test_the_plan_waits_in_postgres_across_a_restart(database: str) -> None:
     first = demo_app(database)
-    async with first.router.lifespan_context(first), sdk_client(first) as client:
+    async with first.router.lifespan_context(first), in_process_sdk(first) as client:
         pending = await client.responses.create(model="deep-research", input=TOPIC)
         (call,) = review_calls(pending)
         plan = json.loads(call.arguments)["plan"]
 
     # A new server process (here: a new app on the same database) takes the answer.
     second = demo_app(database)
-    async with second.router.lifespan_context(second), sdk_client(second) as client:
+    async with second.router.lifespan_context(second), in_process_sdk(second) as client:
         done = await client.responses.create(
             model="deep-research",
             previous_response_id=pending.id,

@@ -22,7 +22,8 @@ from pydantic import Field
 import demo.graphs.deep_research as deep_research
 from demo.corpus import default_corpus
 from demo.graphs.fake_model import split_tokens
-from tests.demo.support import demo_app, review_calls, sdk_client
+from tests.demo.support import demo_app, review_calls
+from tests.support.sdk import in_process_sdk
 
 pytestmark = pytest.mark.anyio
 
@@ -118,7 +119,7 @@ async def test_a_tool_calling_model_drives_the_same_graph(monkeypatch: pytest.Mo
     model = RoleModel()
     monkeypatch.setattr(deep_research, "configured_real_model", lambda: model)
     app = demo_app()
-    async with app.router.lifespan_context(app), sdk_client(app) as client:
+    async with app.router.lifespan_context(app), in_process_sdk(app) as client:
         pending = await client.responses.create(model="deep-research", input="Storm damage")
         (call,) = review_calls(pending)
         plan = json.loads(call.arguments)["plan"]

@@ -19,7 +19,7 @@ from openai import AsyncOpenAI
 from tests.support.media import data_url, pdf, png
 from tests.support.processes import Process, clean_environment, serving
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
 PARAMETERS = {
     "type": "object",

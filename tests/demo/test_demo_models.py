@@ -17,8 +17,9 @@ from demo.graphs.models import (
     real_model_config,
 )
 from lgos import ConfigurationError
-from tests.demo.support import demo_app, sdk_client
+from tests.demo.support import demo_app
 from tests.support.processes import clean_environment, serving
+from tests.support.sdk import in_process_sdk
 
 FAKE = ScriptedChatModel(script=lambda _messages: "fake")
 
@@ -100,7 +101,7 @@ async def test_simple_graph_answers_through_a_configured_real_model(
     monkeypatch.setenv(API_KEY_VARIABLE, "not-needed")
     monkeypatch.setenv(MODEL_VARIABLE, "simple-graph")
     app = demo_app()
-    async with app.router.lifespan_context(app), sdk_client(app) as client:
+    async with app.router.lifespan_context(app), in_process_sdk(app) as client:
         stream = await client.responses.create(
             model="simple-graph", input="Ping from downstream", stream=True
         )

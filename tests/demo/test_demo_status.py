@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,18 +47,6 @@ def api_port() -> Iterator[int]:
         yield server.server_address[1]
     finally:
         server.shutdown()
-
-
-@pytest.fixture
-def alive() -> Iterator[int]:
-    """The pid of a live process (it waits on its stdin until the test ends)."""
-    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=-1)
-    try:
-        yield process.pid
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        process.wait(timeout=30)
 
 
 def status(checkout: Path, env: dict[str, str]) -> dict[str, list[str]]:

@@ -23,7 +23,7 @@ from tests.support.browser import OFF_MACHINE, launch_chromium
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600, func_only=True)]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 import pytest
 from openai.types.responses import Response
 
-from tests.background import conftest as background_conftest
-from tests.background.conftest import Deployment, is_message
+from tests.background.conftest import Deployment, is_message, running
 from tests.background.test_conformance import NO_DELAY, topic
 from tests.faults.cluster import Cluster
+from tests.faults.conftest import START_SECONDS
 
 pytestmark = [
     pytest.mark.anyio,
@@ -29,28 +29,22 @@ pytestmark = [
     pytest.mark.processes,
     # Real API, worker and engine processes start inside these tests; on a loaded 2-core host
     # that alone passed 120 s (docs/design-choices.md: such modules mark 600 s).
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(600, func_only=True),
 ]
 
 T = TypeVar("T")
 # Waits here are conditions with a deadline, not timings: generous for a busy machine.
 DEADLINE_SECONDS = 180.0
 LEASE_SECONDS = 6
-START_SECONDS = 300.0
 
 
 @pytest.fixture(scope="module")
 def deployment(cluster: Cluster) -> Iterator[Deployment]:
-    deployment = Deployment("dbos", cluster.uri, apis=2, workers=2)
-    deployment.env["LGOS_WORKER_LEASE_SECONDS"] = str(LEASE_SECONDS)
     # Four processes importing LangGraph at once on a shared two-core machine: be patient.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(background_conftest, "START_TIMEOUT", START_SECONDS)
-        try:
-            deployment.start()
-            yield deployment
-        finally:
-            deployment.stop()
+    deployment = Deployment("dbos", cluster.uri, apis=2, workers=2, start_timeout=START_SECONDS)
+    deployment.env["LGOS_WORKER_LEASE_SECONDS"] = str(LEASE_SECONDS)
+    with running(deployment):
+        yield deployment
 
 
 @pytest.fixture
@@ -81,7 +75,7 @@ async def eventually(check: Callable[[], Awaitable[T | None]], what: str) -> T:
 
 async def finished(dbos: Deployment, response_id: str, api: int = 0) -> Response:
     async def terminal() -> Response | None:
-        response = await dbos.client(api).responses.retrieve(response_id)
+        response = await dbos.sdk(api).responses.retrieve(response_id)
         return None if response.status in ("queued", "in_progress") else response
 
     return await eventually(terminal, f"{response_id} to finish")
@@ -109,7 +103,7 @@ async def test_database_restart_with_runs_queued_running_and_paused(
 
 
 async def restart_scenario(dbos: Deployment, cluster: Cluster) -> None:
-    api = dbos.client(0)
+    api = dbos.sdk(0)
     # Paused: a foreground pausable run waiting for its answer.
     paused = await api.responses.create(
         model="background-interrupt", input="Pause", metadata=NO_DELAY
@@ -143,7 +137,7 @@ async def restart_scenario(dbos: Deployment, cluster: Cluster) -> None:
         ], steps
         assert [step for step, event, _ in steps if event == "started"].count("step_1") == 1, steps
     # The idle API answers the pause, and both APIs take new work at once.
-    answered = await dbos.client(1).responses.create(
+    answered = await dbos.sdk(1).responses.create(
         model="background-interrupt",
         previous_response_id=paused.id,
         input=[{"type": "function_call_output", "call_id": review.call_id, "output": "approve"}],
@@ -152,13 +146,13 @@ async def restart_scenario(dbos: Deployment, cluster: Cluster) -> None:
     assert answered.status == "completed"
     assert answered.output_text == "Background report for: Pause"
     for index in (0, 1):
-        fresh = await dbos.client(index).responses.create(
+        fresh = await dbos.sdk(index).responses.create(
             model="background-mock", input=f"after {index}", background=True, metadata=NO_DELAY
         )
         assert (await finished(dbos, fresh.id, api=index)).output_text == (
             f"Background report for: after {index}"
         )
-        again = await dbos.client(index).responses.create(
+        again = await dbos.sdk(index).responses.create(
             model="background-interrupt", input="again", metadata=NO_DELAY
         )
         assert again.output[-1].type == "function_call"
@@ -190,20 +184,18 @@ async def test_idle_api_survives_a_restart(dbos: Deployment, cluster: Cluster) -
         # The very first requests after the restart succeed: dead pooled connections are
         # replaced, not handed out.
         for index in (0, 1):
-            paused = await dbos.client(index).responses.create(
+            paused = await dbos.sdk(index).responses.create(
                 model="background-interrupt", input="first", metadata=NO_DELAY
             )
             assert paused.status == "completed"
-            models = await dbos.client(index).models.list()
+            models = await dbos.sdk(index).models.list()
             assert models.data
 
 
 async def test_stopped_worker_loses_its_run_and_its_result(dbos: Deployment) -> None:
     async with asyncio.timeout(2 * DEADLINE_SECONDS):
         name = topic()
-        run = await dbos.client(0).responses.create(
-            model="gated-steps", input=name, background=True
-        )
+        run = await dbos.sdk(0).responses.create(model="gated-steps", input=name, background=True)
         stuck_pid = await step_seen(dbos, name, "step_2", "started")
         stuck = dbos.worker_with_pid(stuck_pid)
         stuck.process.send_signal(signal.SIGSTOP)
@@ -226,5 +218,5 @@ async def test_stopped_worker_loses_its_run_and_its_result(dbos: Deployment) -> 
             pid for step, event, pid in steps if event == "finished" and step != "step_1"
         }
         # The result kept is the replacement's, and it stays so.
-        again = await dbos.client(1).responses.retrieve(run.id)
+        again = await dbos.sdk(1).responses.retrieve(run.id)
         assert (again.status, again.output_text) == ("completed", steps_text(name))

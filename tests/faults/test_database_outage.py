@@ -21,13 +21,12 @@ import openai
 import psycopg
 import pytest
 
-from tests.background import conftest as background_conftest
-from tests.background.conftest import Deployment
+from tests.background.conftest import Deployment, running
 from tests.background.test_conformance import NO_DELAY, topic
 from tests.faults.cluster import Cluster
+from tests.faults.conftest import START_SECONDS
 from tests.faults.test_database_and_workers import (
     DEADLINE_SECONDS,
-    START_SECONDS,
     eventually,
     finished,
     step_seen,
@@ -41,7 +40,7 @@ pytestmark = [
     pytest.mark.postgres,
     pytest.mark.processes,
     # Four processes (and an engine) start here, then a 20 s outage and its recovery.
-    pytest.mark.timeout(900),
+    pytest.mark.timeout(900, func_only=True),
 ]
 
 OUTAGE_SECONDS = 20.0
@@ -62,17 +61,13 @@ def deployment(
 ) -> Iterator[Deployment]:
     engine: str = request.param
     with _engine_settings(engine, cluster, tmp_path_factory) as extra_env:
-        deployment = Deployment(engine, _database(cluster, engine), apis=2, workers=2)
+        database = _database(cluster, engine)
+        deployment = Deployment(engine, database, apis=2, workers=2, start_timeout=START_SECONDS)
         deployment.env.update(extra_env)
         deployment.env["LGOS_POSTGRES_WAIT_SECONDS"] = WAIT_SECONDS
         deployment.env["LGOS_WORKER_LEASE_SECONDS"] = LEASE_SECONDS
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(background_conftest, "START_TIMEOUT", START_SECONDS)
-            try:
-                deployment.start()
-                yield deployment
-            finally:
-                deployment.stop()
+        with running(deployment):
+            yield deployment
 
 
 def _database(cluster: Cluster, name: str) -> str:
@@ -141,7 +136,7 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
     # Running when the database goes: one gated run per worker slot, waiting at step_2.
     running = [topic() for _ in range(deployment.slots)]
     runs = {
-        name: await deployment.client(index).responses.create(
+        name: await deployment.sdk(index).responses.create(
             model="gated-steps", input=name, background=True
         )
         for index, name in enumerate(running)
@@ -159,8 +154,8 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
     refused_creates: dict[str, str] = {}  # Idempotency-Key -> topic
     sent = 0
     while time.monotonic() - stopped < OUTAGE_SECONDS:
-        api = deployment.client(sent % 2)
-        other = deployment.client(sent % 2 + 1)
+        api = deployment.sdk(sent % 2)
+        other = deployment.sdk(sent % 2 + 1)
         name, key = topic(), uuid.uuid4().hex
         try:
             await api.responses.create(
@@ -196,7 +191,7 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
     }
 
     # The first request after the database is back is served (how soon: a figure, not a test).
-    first = await deployment.client(0).responses.retrieve(runs[running[0]].id)
+    first = await deployment.sdk(0).responses.retrieve(runs[running[0]].id)
     timings.record("first request served after pg_ctl start", back)
     assert first.status == "in_progress"
 
@@ -217,7 +212,7 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
     retried = {}
     for key, name in refused_creates.items():
         retried[name] = await eventually(
-            lambda key=key, name=name: deployment.client(1).responses.create(
+            lambda key=key, name=name: deployment.sdk(1).responses.create(
                 model="gated-steps",
                 input=name,
                 background=True,
@@ -225,7 +220,7 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
             ),
             f"the create of {name} to be accepted",
         )
-    again = await deployment.client(0).responses.create(
+    again = await deployment.sdk(0).responses.create(
         model="gated-steps",
         input=next(iter(refused_creates.values())),
         background=True,

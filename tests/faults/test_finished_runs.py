@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.pregel import Pregel
 
 from lgos.background.executor import RUN_LOST_MESSAGE, DurableRuns, JobExecutor
@@ -33,17 +33,17 @@ from lgos.integrations.postgres import open_postgres
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.service import background, responses
 from lgos.wire import ids, responses_decoder
-from tests.background import conftest as background_conftest
 from tests.background.conftest import Deployment
 from tests.background.test_conformance import topic
 from tests.faults.cluster import Cluster
+from tests.faults.conftest import engine_deployment
 from tests.faults.test_database_and_workers import (
     DEADLINE_SECONDS,
-    START_SECONDS,
     finished,
     step_seen,
     steps_text,
 )
+from tests.support.graphs import linear_graph
 from tests.support.postgres import temporary_database
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
@@ -73,14 +73,7 @@ class CountingGraph:
 
             return run
 
-        builder = StateGraph(MessagesState)
-        for name in NODES:
-            builder.add_node(name, node(name))
-        builder.add_edge(START, NODES[0])
-        builder.add_edge(NODES[0], NODES[1])
-        builder.add_edge(NODES[1], NODES[2])
-        builder.add_edge(NODES[2], END)
-        return builder.compile()
+        return linear_graph({name: node(name) for name in NODES})
 
 
 @pytest.fixture
@@ -171,22 +164,11 @@ FREEZE_SECONDS = 60.0
 
 @pytest.fixture(scope="module", params=["dbos", "hatchet"])
 def deployment(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[Deployment]:
-    engine = str(request.param)
-    extra = request.getfixturevalue("hatchet_engine") if engine == "hatchet" else None
-    deployment = Deployment(
-        engine, cluster.uri, apis=1, workers=2, extra_env=extra, worker_groups=True
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(background_conftest, "START_TIMEOUT", START_SECONDS)
-        try:
-            deployment.start()
-            yield deployment
-        finally:
-            deployment.stop()
+    yield from engine_deployment(request, cluster, apis=1, workers=2, worker_groups=True)
 
 
 @pytest.mark.processes
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(900, func_only=True)
 async def test_a_frozen_worker_group_costs_no_node_a_second_execution(
     deployment: Deployment,
 ) -> None:
@@ -205,7 +187,7 @@ def engine_run_id(response_id: str) -> str:
 
 
 async def frozen_group_scenario(deployment: Deployment) -> None:
-    api = deployment.client(0)
+    api = deployment.sdk(0)
     names = [topic() for _ in range(FROZEN_RUNS)]
     runs = {
         name: await api.responses.create(model="gated-steps", input=name, background=True)
@@ -247,7 +229,7 @@ async def frozen_group_scenario(deployment: Deployment) -> None:
         assert finishes == {"step_1": 1, "step_2": 1, "step_3": 1}, steps
         assert [step for step, event, _ in steps if event == "started"].count("step_1") == 1
         # One result, the same on every read.
-        again = await deployment.client(0).responses.retrieve(runs[name].id)
+        again = await deployment.sdk(0).responses.retrieve(runs[name].id)
         assert (again.status, again.output_text) == (done.status, done.output_text)
     # Woken, it learns its lease is gone and exits before writing anything.
     status = await asyncio.to_thread(frozen.process.wait, DEADLINE_SECONDS)

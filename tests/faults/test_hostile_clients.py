@@ -20,7 +20,12 @@ import pytest
 from tests.support.postgres import temporary_database
 from tests.support.processes import LGOS, Process, clean_environment
 
-pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.processes]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.postgres,
+    pytest.mark.processes,
+    pytest.mark.timeout(120, func_only=True),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = "tests.background.registry:create_registry"

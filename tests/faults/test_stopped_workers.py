@@ -23,13 +23,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.background import conftest as background_conftest
 from tests.background.conftest import Deployment, is_message
 from tests.background.test_conformance import topic
 from tests.faults.cluster import Cluster
+from tests.faults.conftest import engine_deployment
 from tests.faults.test_database_and_workers import (
     DEADLINE_SECONDS,
-    START_SECONDS,
     finished,
     step_seen,
     steps_text,
@@ -45,19 +44,10 @@ RUNS_DURING_STOP = 3
 
 @pytest.fixture(scope="module", params=["dbos", "hatchet"])
 def deployment(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[Deployment]:
-    engine = str(request.param)
-    extra = request.getfixturevalue("hatchet_engine") if engine == "hatchet" else None
-    deployment = Deployment(engine, cluster.uri, apis=1, workers=2, extra_env=extra)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(background_conftest, "START_TIMEOUT", START_SECONDS)
-        try:
-            deployment.start()
-            yield deployment
-        finally:
-            deployment.stop()
+    yield from engine_deployment(request, cluster, apis=1, workers=2)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(900, func_only=True)
 @pytest.mark.parametrize("runs", [1, 3])
 async def test_a_stopped_worker_loses_its_runs_and_gets_no_new_ones(
     deployment: Deployment, runs: int
@@ -71,7 +61,7 @@ async def test_a_stopped_worker_loses_its_runs_and_gets_no_new_ones(
 
 
 async def stopped_worker_scenario(deployment: Deployment, count: int) -> None:
-    api = deployment.client(0)
+    api = deployment.sdk(0)
     names = [topic() for _ in range(count)]
     runs = {
         name: await api.responses.create(model="gated-steps", input=name, background=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from langchain_core.messages import AIMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.pregel import Pregel
 from langgraph.types import interrupt
 from pydantic import BaseModel
@@ -24,6 +24,7 @@ from lgos import (
     ServerSettings,
     create_app,
 )
+from tests.support.graphs import linear_graph, single_node
 from tests.support.postgres import temporary_database
 
 REFUSAL = "Answer 'approve' or 'reject'."
@@ -65,22 +66,12 @@ def picky_graph(checkpointer: Any, tracker: Tracker) -> Pregel:
             raise RuntimeError("a bug after the review")
         return {"messages": [AIMessage(content=f"Decision: {state['decision']}.")]}
 
-    builder = StateGraph(ReviewState)
-    builder.add_node("review", review)
-    builder.add_node("act", act)
-    builder.add_edge(START, "review")
-    builder.add_edge("review", "act")
-    builder.add_edge("act", END)
-    return builder.compile(checkpointer=checkpointer)
+    return linear_graph({"review": review, "act": act}, ReviewState, checkpointer)
 
 
 def nested_graph(checkpointer: Any, tracker: Tracker) -> Pregel:
     """The picky review inside a subgraph: the question is asked one level down."""
-    builder = StateGraph(ReviewState)
-    builder.add_node("inner", picky_graph(None, tracker))
-    builder.add_edge(START, "inner")
-    builder.add_edge("inner", END)
-    return builder.compile(checkpointer=checkpointer)
+    return single_node(picky_graph(None, tracker), ReviewState, checkpointer=checkpointer)
 
 
 class Seats(BaseModel):
@@ -93,11 +84,7 @@ def typed_graph(checkpointer: Any, tracker: Tracker) -> Pregel:
         seats = interrupt("How many seats?", response_schema=Seats)
         return {"messages": [AIMessage(content=f"Booked {seats.seats}.")]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("book", book)
-    builder.add_edge(START, "book")
-    builder.add_edge("book", END)
-    return builder.compile(checkpointer=checkpointer)
+    return single_node(book, checkpointer=checkpointer)
 
 
 def registry_for(tracker: Tracker) -> Any:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import hatchet
+from tests.support.stack_auth import GATEWAY_LGOS_KEY
 
 from .stack import LITELLM_DEV_KEY, LocalStack
 from .targets import Target, bifrost_styles, direct_styles, litellm_styles
@@ -79,7 +80,7 @@ def direct_target(stack_manager: StackManager) -> Target:
     return Target(
         name="direct",
         base_url=url,
-        api_key=(os.environ.get("DEMO_DIRECT_API_KEY") or "lgos-local-no-auth"),
+        api_key=(os.environ.get("DEMO_DIRECT_API_KEY") or GATEWAY_LGOS_KEY),
         idempotency_styles=direct_styles(),
         api_url=url,
         diagnostics=stack_manager.stack.diagnostics,

@@ -27,13 +27,14 @@ from pathlib import Path
 from tests.support import hatchet
 from tests.support.processes import LGOS, Process, free_port
 
+# The suites only ever talk to a proxy they started themselves with the development key of
+# demo/litellm/run.sh, or to one given by DEMO_API_KEY; the API takes the gateway's key.
+from tests.support.stack_auth import API_AUTH, GATEWAY_LGOS_KEY, LITELLM_DEV_KEY
+
 REPO = Path(__file__).resolve().parents[2]
 LITELLM_DIR = REPO / "demo" / "litellm"
 REGISTRY = "demo.registry:create_registry"
 
-# The development key of demo/litellm/run.sh; the suites only ever talk to a
-# proxy they started themselves with it, or to one given by DEMO_API_KEY.
-LITELLM_DEV_KEY = "sk-lgos-dev-not-a-secret"
 
 # Generous: LiteLLM imports for ~11 s on an idle 2-core machine and about
 # twice that while other work runs.
@@ -107,7 +108,7 @@ class LocalStack:
         api = self.spawn(
             "api",
             [LGOS, "serve", REGISTRY, "--host", "127.0.0.1", "--port", str(port)],
-            env,
+            {**env, **API_AUTH},
         )
         self.api_url = f"http://127.0.0.1:{port}/v1"
         api.wait_http(f"{self.api_url}/models", START_TIMEOUT)
@@ -132,6 +133,7 @@ class LocalStack:
             "LITELLM_PORT": str(port),
             "LITELLM_HOST": "127.0.0.1",
             "LITELLM_MASTER_KEY": self.gateway_key,
+            "LGOS_API_KEY": GATEWAY_LGOS_KEY,
         }
         proxy = self.spawn("litellm", ["bash", str(LITELLM_DIR / "run.sh")], env)
         self.gateway_url = f"http://127.0.0.1:{port}/v1"

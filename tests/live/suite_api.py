@@ -72,12 +72,13 @@ class ApiSuite:
         raise NotImplementedError
 
     @pytest.fixture
-    def client(self, target: Target) -> OpenAI:
-        return target.client()
+    def target_client(self, target: Target) -> OpenAI:
+        """The SDK through this target (a gateway, or the API itself)."""
+        return target.sdk()
 
     # ------------------------------------------------------------- models
-    def test_every_demo_model_is_listed(self, target: Target, client: OpenAI) -> None:
-        ids = {model.id for model in client.models.list()}
+    def test_every_demo_model_is_listed(self, target: Target, target_client: OpenAI) -> None:
+        ids = {model.id for model in target_client.models.list()}
         missing = {target.model(m) for m in DEMO_MODELS} - ids
         assert not missing, f"not listed through {target.name}: {sorted(missing)}"
 
@@ -104,9 +105,9 @@ class ApiSuite:
         assert prop["type"] == "integer"
         assert (prop["minimum"], prop["maximum"]) == (0, 300)
 
-    def test_an_unknown_model_is_an_error(self, target: Target, client: OpenAI) -> None:
+    def test_an_unknown_model_is_an_error(self, target: Target, target_client: OpenAI) -> None:
         with pytest.raises(openai.APIStatusError) as caught:
-            client.chat.completions.create(
+            target_client.chat.completions.create(
                 model=target.model("no-such-graph"),
                 messages=[{"role": "user", "content": "hi"}],
             )
@@ -119,10 +120,12 @@ class ApiSuite:
 
     # --------------------------------------------------- chat completions
     def test_chat_streamed_and_not_give_the_same_answer(
-        self, target: Target, client: OpenAI
+        self, target: Target, target_client: OpenAI
     ) -> None:
         messages: list[Any] = [{"role": "user", "content": "Explain checkpoints briefly."}]
-        whole = client.chat.completions.create(model=target.model(CHAT_MODEL), messages=messages)
+        whole = target_client.chat.completions.create(
+            model=target.model(CHAT_MODEL), messages=messages
+        )
         choice = whole.choices[0]
         assert choice.finish_reason == "stop"
         assert choice.message.role == "assistant"
@@ -130,7 +133,7 @@ class ApiSuite:
 
         parts: list[str] = []
         finish = None
-        stream = target.client().chat.completions.create(
+        stream = target.sdk().chat.completions.create(
             model=target.model(CHAT_MODEL), messages=messages, stream=True
         )
         for chunk in stream:
@@ -142,9 +145,9 @@ class ApiSuite:
         assert "".join(parts) == choice.message.content
 
     def test_chat_on_a_review_graph_returns_the_review_as_a_tool_call(
-        self, target: Target, client: OpenAI
+        self, target: Target, target_client: OpenAI
     ) -> None:
-        completion = client.chat.completions.create(
+        completion = target_client.chat.completions.create(
             model=target.model(APPROVAL_MODEL),
             messages=[{"role": "user", "content": "Refund order 1234"}],
         )
@@ -156,14 +159,14 @@ class ApiSuite:
 
     # ---------------------------------------------------------- responses
     def test_responses_streamed_and_not_give_the_same_answer(
-        self, target: Target, client: OpenAI
+        self, target: Target, target_client: OpenAI
     ) -> None:
         prompt = "Explain checkpoints briefly."
-        whole = client.responses.create(model=target.model(CHAT_MODEL), input=prompt)
+        whole = target_client.responses.create(model=target.model(CHAT_MODEL), input=prompt)
         assert whole.status == "completed"
         assert whole.output_text
 
-        streamer = target.client()
+        streamer = target.sdk()
         events = list(
             streamer.responses.create(model=target.model(CHAT_MODEL), input=prompt, stream=True)
         )
@@ -177,10 +180,10 @@ class ApiSuite:
         assert deltas == final.output_text == whole.output_text
 
     def test_progress_arrives_as_commentary_before_the_answer(
-        self, target: Target, client: OpenAI
+        self, target: Target, target_client: OpenAI
     ) -> None:
         events = list(
-            target.client().responses.create(
+            target.sdk().responses.create(
                 model=target.model("status-events"), input="Prepare the media", stream=True
             )
         )
@@ -205,10 +208,14 @@ class ApiSuite:
         assert answer
         assert all(text not in answer for text in texts["commentary"] if text)
 
-    def test_multi_node_answer_streams_in_order(self, target: Target, client: OpenAI) -> None:
-        whole = client.responses.create(model=target.model("multi-node-streaming"), input="go")
+    def test_multi_node_answer_streams_in_order(
+        self, target: Target, target_client: OpenAI
+    ) -> None:
+        whole = target_client.responses.create(
+            model=target.model("multi-node-streaming"), input="go"
+        )
         events = list(
-            target.client().responses.create(
+            target.sdk().responses.create(
                 model=target.model("multi-node-streaming"), input="go", stream=True
             )
         )
@@ -216,8 +223,10 @@ class ApiSuite:
         assert deltas
         assert events[-1].response.output_text == whole.output_text  # type: ignore[union-attr]
 
-    def test_a_foreground_review_is_answered_once(self, target: Target, client: OpenAI) -> None:
-        paused = client.responses.create(
+    def test_a_foreground_review_is_answered_once(
+        self, target: Target, target_client: OpenAI
+    ) -> None:
+        paused = target_client.responses.create(
             model=target.model(APPROVAL_MODEL), input=unique_prompt("Refund order")
         )
         assert paused.status == "completed"
@@ -227,7 +236,7 @@ class ApiSuite:
             {"type": "function_call_output", "call_id": call.call_id, "output": "approve"}
             for call in calls
         ]
-        resumed = client.responses.create(
+        resumed = target_client.responses.create(
             model=target.model(APPROVAL_MODEL), previous_response_id=paused.id, input=answer
         )
         assert resumed.status == "completed"
@@ -235,14 +244,14 @@ class ApiSuite:
         assert resumed.output_text
 
         with pytest.raises(openai.APIStatusError) as caught:
-            client.responses.create(
+            target_client.responses.create(
                 model=target.model(APPROVAL_MODEL), previous_response_id=paused.id, input=answer
             )
         expect_error(target, caught.value, 409, code="interrupt_state_conflict")
 
-    def test_an_invalid_setting_is_rejected(self, target: Target, client: OpenAI) -> None:
+    def test_an_invalid_setting_is_rejected(self, target: Target, target_client: OpenAI) -> None:
         with pytest.raises(openai.APIStatusError) as caught:
-            client.responses.create(
+            target_client.responses.create(
                 model=target.model(CHAT_MODEL),
                 input="hello",
                 metadata=settings(no_such_setting=True),

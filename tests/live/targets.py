@@ -64,7 +64,7 @@ class Target:
     # Log tails of locally started processes, for failure messages.
     diagnostics: Callable[[], str] = lambda: ""
 
-    def client(self) -> OpenAI:
+    def sdk(self) -> OpenAI:
         """A new SDK client: no retries, so every status the server sends is seen."""
         return OpenAI(
             base_url=self.base_url,

@@ -11,7 +11,7 @@ import pytest
 from .suite_background import BackgroundSuite
 from .targets import Target
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.live, pytest.mark.timeout(900, func_only=True)]
 
 
 class TestBackgroundThroughLiteLLM(BackgroundSuite):

@@ -12,7 +12,7 @@ from .suite_api import ApiSuite
 from .suite_background import BackgroundSuite
 from .targets import Target
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.live, pytest.mark.timeout(900, func_only=True)]
 
 
 class TestApiDirect(ApiSuite):

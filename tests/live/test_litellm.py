@@ -12,7 +12,7 @@ import pytest
 from .suite_api import ApiSuite
 from .targets import Target, decode_litellm_id
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.live, pytest.mark.timeout(900, func_only=True)]
 
 
 class TestApiThroughLiteLLM(ApiSuite):
@@ -23,7 +23,7 @@ class TestApiThroughLiteLLM(ApiSuite):
 
 def test_litellm_ids_embed_the_lgos_id(litellm_target: Target) -> None:
     """The gateway's id names its deployment and carries the LGOS id inside."""
-    response = litellm_target.client().responses.create(model="simple-graph", input="hi")
+    response = litellm_target.sdk().responses.create(model="simple-graph", input="hi")
     raw = decode_litellm_id(response.id)
     assert raw != response.id
     assert raw.startswith("resp_")
@@ -43,7 +43,7 @@ def test_usage_in_response_streams_passes_through(litellm_target: Target) -> Non
     """LGOS reports the graph's usage in every finished Response; LiteLLM keeps it, detail
     objects included, so streams through LiteLLM pass the strict SDK too. (LiteLLM put its own
     estimate, without the detail objects, where LGOS used to send `usage: null`.)"""
-    client = litellm_target.client()
+    client = litellm_target.sdk()
     with client.responses.stream(model="simple-graph", input="hi") as stream:
         final = stream.get_final_response()
     assert final.usage is not None

@@ -8,18 +8,18 @@ LiteLLM's A2A proxy needs the `a2a-sdk` in its environment (demo/litellm/require
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
-from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, Task, TaskState
+from a2a.client import A2ACardResolver, Client
+from a2a.types.a2a_pb2 import SendMessageRequest, Task, TaskState
+
+from tests.support.a2a import a2a_client, user_message
 
 from .targets import Target
 
-pytestmark = [pytest.mark.live, pytest.mark.anyio, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.live, pytest.mark.anyio, pytest.mark.timeout(900, func_only=True)]
 
 
 @pytest.fixture
@@ -31,25 +31,17 @@ def agent_url(target: Target, model: str) -> str:
     return target.base_url.removesuffix("/v1") + f"/a2a/lgos-{model}"
 
 
-@asynccontextmanager
-async def gateway_agent(
+def gateway_agent(
     target: Target, model: str, *, streaming: bool = False
-) -> AsyncIterator[Client]:
+) -> AbstractAsyncContextManager[Client]:
     headers = {"Authorization": f"Bearer {target.api_key}"}
-    async with httpx.AsyncClient(headers=headers, timeout=120) as http:
-        config = ClientConfig(streaming=streaming, httpx_client=http)
-        client = await create_client(agent_url(target, model), config)
-        try:
-            yield client
-        finally:
-            await client.close()
+    return a2a_client(
+        agent_url(target, model), streaming=streaming, http_timeout=120, headers=headers
+    )
 
 
 def message(text: str, task: Task | None = None) -> SendMessageRequest:
-    sent = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[Part(text=text)])
-    if task is not None:
-        sent.task_id, sent.context_id = task.id, task.context_id
-    return SendMessageRequest(message=sent)
+    return user_message(text, task=task)
 
 
 async def send(client: Client, request: SendMessageRequest) -> Task:

@@ -23,7 +23,7 @@ from tests.support.agents import run_forecaster
 
 from .targets import Target
 
-pytestmark = [pytest.mark.live, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.live, pytest.mark.timeout(900, func_only=True)]
 
 MODEL = "everything-agent"
 QUESTION = "What is the weather in Paris"
@@ -46,7 +46,7 @@ EXPECTED = Forecast(city="Paris", summary=f"You asked: {QUESTION}")
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["create", "stream"])
 def test_responses_parse_returns_the_object(litellm_target: Target, streamed: bool) -> None:
-    client = litellm_target.client()
+    client = litellm_target.sdk()
     if streamed:
         with client.responses.stream(model=MODEL, input=QUESTION, text_format=Forecast) as stream:
             response: Any = stream.get_final_response()
@@ -64,7 +64,7 @@ def test_responses_parse_returns_the_object(litellm_target: Target, streamed: bo
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["create", "stream"])
 def test_chat_parse_returns_the_object(litellm_target: Target, streamed: bool) -> None:
-    client = litellm_target.client()
+    client = litellm_target.sdk()
     messages: Any = [{"role": "user", "content": QUESTION}]
     if streamed:
         with client.chat.completions.stream(
@@ -79,7 +79,7 @@ def test_chat_parse_returns_the_object(litellm_target: Target, streamed: bool) -
 
 
 def test_tools_and_reasoning_options_reach_the_graph(litellm_target: Target) -> None:
-    response = litellm_target.client().responses.create(
+    response = litellm_target.sdk().responses.create(
         model=MODEL,
         input=QUESTION,
         tools=[WEATHER],  # type: ignore[list-item]
@@ -101,7 +101,7 @@ def test_tools_and_reasoning_options_reach_the_graph(litellm_target: Target) -> 
 
 
 def test_chat_tools_and_reasoning_effort_reach_the_graph(litellm_target: Target) -> None:
-    client = litellm_target.client()
+    client = litellm_target.sdk()
     tool: Any = {"type": "function", "function": {"name": "get_weather", "parameters": PARAMETERS}}
     messages: Any = [{"role": "user", "content": QUESTION}]
     completion = client.chat.completions.create(

@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from .targets import Target
 
-pytestmark = [pytest.mark.live, pytest.mark.anyio, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.live, pytest.mark.anyio, pytest.mark.timeout(900, func_only=True)]
 
 
 @pytest.fixture

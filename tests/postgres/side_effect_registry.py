@@ -11,11 +11,12 @@ from typing import Any
 
 import psycopg
 from langchain_core.messages import AIMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 from langgraph.pregel import Pregel
 from langgraph.types import interrupt
 
 from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
+from tests.support.graphs import linear_graph
 
 MODEL = "counted-approval"
 SIDE_EFFECTS_TABLE = "lgos_test_side_effects"
@@ -36,13 +37,7 @@ def counted_approval_graph(checkpointer: Any, database_uri: str) -> Pregel:
             )
         return {"messages": [AIMessage(content=f"done: {state['decision']}")]}
 
-    builder = StateGraph(CountedState)
-    builder.add_node("review", review)
-    builder.add_node("act", act)
-    builder.add_edge(START, "review")
-    builder.add_edge("review", "act")
-    builder.add_edge("act", END)
-    return builder.compile(checkpointer=checkpointer)
+    return linear_graph({"review": review, "act": act}, CountedState, checkpointer)
 
 
 def create_registry(resources: ServerResources) -> GraphRegistry:

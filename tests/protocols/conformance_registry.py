@@ -9,8 +9,7 @@ import json
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.pregel import Pregel
+from langgraph.graph import MessagesState
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict
 
@@ -22,14 +21,7 @@ from lgos import (
     ServerResources,
     status_event,
 )
-
-
-def _single_node(node: Any, checkpointer: Any = None) -> Pregel:
-    builder = StateGraph(MessagesState)
-    builder.add_node("node", node)
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
-    return builder.compile(checkpointer=checkpointer)
+from tests.support.graphs import single_node
 
 
 async def _simple_text(state: MessagesState) -> dict[str, Any]:
@@ -83,21 +75,21 @@ def create_registry(resources: ServerResources) -> GraphRegistry:
     return GraphRegistry(
         graphs={
             "test_simple_text": GraphConfig(
-                graph=_single_node(_simple_text), description="Answers with a fixed text."
+                graph=single_node(_simple_text), description="Answers with a fixed text."
             ),
             "test_tool_with_progress": GraphConfig(
-                graph=_single_node(_with_progress), description="Reports three status events."
+                graph=single_node(_with_progress), description="Reports three status events."
             ),
             "test_error_handling": GraphConfig(
-                graph=_single_node(_failing), description="Fails in its only node."
+                graph=single_node(_failing), description="Fails in its only node."
             ),
             "test_elicitation_sep1034_defaults": GraphConfig(
-                graph=_single_node(_asks_with_defaults, checkpointer),
+                graph=single_node(_asks_with_defaults, checkpointer=checkpointer),
                 description="Asks for a profile whose every field has a default.",
                 features=frozenset({GraphFeature.INTERRUPTS}),
             ),
             "json_schema_2020_12_tool": GraphConfig(
-                graph=_single_node(_echo_name),
+                graph=single_node(_echo_name),
                 description="Tool with JSON Schema 2020-12 features",
                 client_settings=AddressSettings,
             ),

@@ -26,7 +26,7 @@ from a2a.utils.errors import TaskNotFoundError
 
 from tests.support.processes import Process, clean_environment, serving
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
 
 @pytest.fixture(scope="module")

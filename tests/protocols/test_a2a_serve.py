@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
 import httpx2
 import pytest
-from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
+from a2a.client import A2ACardResolver, Client
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetTaskRequest,
-    Message,
-    Part,
-    Role,
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
@@ -31,60 +28,25 @@ from a2a.types.a2a_pb2 import (
 )
 from a2a.utils.errors import A2AError, TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
-from google.protobuf.struct_pb2 import Struct
 
+from tests.support.a2a import a2a_client, user_message
 from tests.support.processes import Process, clean_environment, serving
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
 REGISTRY = "demo.registry:create_registry"
 COMPLETED = TaskState.TASK_STATE_COMPLETED
 INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Process]:
-    env = clean_environment(LGOS_BACKGROUND="memory")
-    with serving([REGISTRY, "--port", "0"], env) as process:
-        yield process
-
-
 def agent_url(server: Process, model: str) -> str:
     return f"{server.base_url}/a2a/{model}"
 
 
-@asynccontextmanager
-async def agent(server: Process, model: str, *, streaming: bool = False) -> AsyncIterator[Client]:
-    async with httpx.AsyncClient(timeout=60) as http:
-        config = ClientConfig(streaming=streaming, httpx_client=http)
-        client = await create_client(agent_url(server, model), config)
-        try:
-            yield client
-        finally:
-            await client.close()
-
-
-def user_message(
-    text: str | None = None,
-    *,
-    task: Task | None = None,
-    settings: dict[str, Any] | None = None,
-    data: dict[str, Any] | None = None,
-) -> SendMessageRequest:
-    message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER)
-    if text is not None:
-        message.parts.append(Part(text=text))
-    if data is not None:
-        part = Part()
-        part.data.struct_value.update(data)
-        message.parts.append(part)
-    if task is not None:
-        message.task_id, message.context_id = task.id, task.context_id
-    if settings is not None:
-        metadata = Struct()
-        metadata.update({"lgos_settings": settings})
-        message.metadata.CopyFrom(metadata)
-    return SendMessageRequest(message=message)
+def agent(
+    server: Process, model: str, *, streaming: bool = False
+) -> AbstractAsyncContextManager[Client]:
+    return a2a_client(agent_url(server, model), streaming=streaming)
 
 
 async def send(client: Client, request: SendMessageRequest) -> Task:

@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.processes import REPO, clean_environment, serving
 
-pytestmark = [pytest.mark.processes, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.processes, pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
 
 # 0.1.13 is the newest release that runs on Node 20 (0.1.14 on need Node 22's fs.globSync).
 SUITE = "@modelcontextprotocol/conformance@0.1.13"

@@ -3,7 +3,7 @@ as on the OpenAI routes (LGOS_SCOPE_HEADER, set by the gateway in front of LGOS)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx2
@@ -12,16 +12,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.processes import Process, clean_environment, serving
+from tests.support.processes import Process
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300)]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Process]:
-    env = clean_environment(LGOS_BACKGROUND="memory", LGOS_SCOPE_HEADER="x-tenant")
-    with serving(["demo.registry:create_registry", "--port", "0"], env) as process:
-        yield process
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
 
 @asynccontextmanager

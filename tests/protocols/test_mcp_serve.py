@@ -8,7 +8,6 @@ pause is an `input_required` result the client answers on its retry).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -18,19 +17,11 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.support.processes import Process, clean_environment, serving
+from tests.support.processes import Process
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
-REGISTRY = "demo.registry:create_registry"
 ERAS = ["legacy", "2026-07-28"]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Process]:
-    env = clean_environment(LGOS_BACKGROUND="memory")
-    with serving([REGISTRY, "--port", "0"], env) as process:
-        yield process
 
 
 @pytest.fixture(params=ERAS)

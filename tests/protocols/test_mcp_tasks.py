@@ -9,7 +9,7 @@ processes and a restart."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -28,9 +28,9 @@ from tests.support.mcp_tasks import (
     get_task,
     update_task,
 )
-from tests.support.processes import Process, clean_environment, serving
+from tests.support.processes import Process
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(300, func_only=True)]
 
 NOW = {"delay_seconds": 0}
 LONG = {"delay_seconds": 300}
@@ -38,17 +38,12 @@ LONG = {"delay_seconds": 300}
 DEADLINE_SECONDS = 60
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Process]:
-    env = clean_environment(LGOS_BACKGROUND="memory", LGOS_SCOPE_HEADER="x-tenant")
-    with serving(["demo.registry:create_registry", "--port", "0"], env) as process:
-        yield process
-
-
 @asynccontextmanager
-async def client(
+async def mcp_client(
     server: Process, tenant: str = "acme", *, tasks: bool = True, mode: str = "auto"
 ) -> AsyncIterator[Client]:
+    """An MCP client on `server`'s /mcp as `tenant`, declaring the tasks extension unless
+    `tasks=False`."""
     async with httpx2.AsyncClient(headers={"x-tenant": tenant}, timeout=60) as http:
         transport = streamable_http_client(server.base_url + "/mcp", http_client=http)
         extensions = [Tasks()] if tasks else []
@@ -80,7 +75,7 @@ def text_of(result: types.CallToolResult) -> str:
 
 
 async def test_a_background_graph_runs_as_a_task_of_the_engine(server: Process) -> None:
-    async with client(server) as connected:
+    async with mcp_client(server) as connected:
         listed = connected.server_capabilities
         handle = await start(connected, NOW, "Quarterly risks")
         done = await until(connected, handle.task_id, "completed")
@@ -101,13 +96,13 @@ async def test_a_background_graph_runs_as_a_task_of_the_engine(server: Process) 
 
 
 async def test_the_client_call_polls_the_task_to_its_result(server: Process) -> None:
-    async with client(server) as connected:
+    async with mcp_client(server) as connected:
         result = await connected.call_tool("background-mock", {"input": "Churn", "settings": NOW})
     assert text_of(result) == "Background report for: Churn"
 
 
 async def test_cancelling_the_task_cancels_the_run(server: Process) -> None:
-    async with client(server) as connected:
+    async with mcp_client(server) as connected:
         handle = await start(connected, LONG, "Never")
         acknowledged = await cancel_task(connected.session, handle.task_id)
         cancelled = await until(connected, handle.task_id, "cancelled")
@@ -128,14 +123,14 @@ async def test_a_client_without_the_extension_gets_the_answer_in_the_call(
     server: Process, mode: str, tasks: bool
 ) -> None:
     """A handshake-era session cannot carry the extension even when the client has it."""
-    async with client(server, tasks=tasks, mode=mode) as connected:
+    async with mcp_client(server, tasks=tasks, mode=mode) as connected:
         result = await connected.call_tool("background-mock", {"input": "Q3", "settings": NOW})
     assert not result.is_error
     assert text_of(result) == "Background report for: Q3"
 
 
 async def test_bad_arguments_are_a_tool_error_before_any_task(server: Process) -> None:
-    async with client(server) as connected:
+    async with mcp_client(server) as connected:
         result = await connected.session.call_tool(
             "background-mock", {"input": "x", "settings": {"delay_seconds": -1}}, allow_claimed=True
         )
@@ -145,7 +140,7 @@ async def test_bad_arguments_are_a_tool_error_before_any_task(server: Process) -
 
 
 async def test_unknown_and_foreign_tasks_are_protocol_errors(server: Process) -> None:
-    async with client(server, "acme") as acme, client(server, "globex") as globex:
+    async with mcp_client(server, "acme") as acme, mcp_client(server, "globex") as globex:
         handle = await start(acme, LONG, "Mine")
         errors: dict[str, int] = {}
         for name, call in {
@@ -170,9 +165,9 @@ async def test_a_client_that_did_not_declare_the_extension_cannot_poll(
     server: Process, mode: str
 ) -> None:
     """Also a handshake-era session, which cannot carry the extension at all."""
-    async with client(server) as owner:
+    async with mcp_client(server) as owner:
         handle = await start(owner, NOW, "Declared")
-    async with client(server, tasks=False, mode=mode) as undeclared:
+    async with mcp_client(server, tasks=False, mode=mode) as undeclared:
         with pytest.raises(MCPError) as raised:
             await get_task(undeclared.session, handle.task_id)
     assert raised.value.code == -32021

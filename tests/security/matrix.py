@@ -72,25 +72,29 @@ def bearer(key: str) -> dict[str, str]:
     return {"authorization": f"Bearer {key}"}
 
 
-async def _post(http: httpx2.AsyncClient, key: str, path: str, body: Any) -> dict[str, Any]:
-    reply = await http.post(path, json=body, headers=bearer(key))
+async def _post(
+    http: httpx2.AsyncClient, credentials: dict[str, str], path: str, body: Any
+) -> dict[str, Any]:
+    reply = await http.post(path, json=body, headers=credentials)
     assert reply.status_code == 200, reply.text
     result: dict[str, Any] = reply.json()
     return result
 
 
-async def _wait_finished(http: httpx2.AsyncClient, key: str, response_id: str) -> None:
+async def _wait_finished(
+    http: httpx2.AsyncClient, credentials: dict[str, str], response_id: str
+) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + DEADLINE_SECONDS
     while True:
-        reply = await http.get(f"/v1/responses/{response_id}", headers=bearer(key))
+        reply = await http.get(f"/v1/responses/{response_id}", headers=credentials)
         if reply.json().get("status") == "completed":
             return
         assert loop.time() < deadline, f"background response still {reply.json()['status']}"
         await asyncio.sleep(0.05)
 
 
-async def _streamed_background(http: httpx2.AsyncClient, key: str) -> str:
+async def _streamed_background(http: httpx2.AsyncClient, credentials: dict[str, str]) -> str:
     """A background Response created with stream=true, read to its end; its id."""
     body = {
         "model": "background-mock",
@@ -99,44 +103,48 @@ async def _streamed_background(http: httpx2.AsyncClient, key: str) -> str:
         "stream": True,
         "metadata": NO_DELAY,
     }
-    reply = await http.post("/v1/responses", json=body, headers=bearer(key))
+    reply = await http.post("/v1/responses", json=body, headers=credentials)
     assert reply.status_code == 200, reply.text
     first = next(line for line in reply.text.splitlines() if line.startswith("data: "))
     response_id: str = json.loads(first.removeprefix("data: "))["response"]["id"]
     return response_id
 
 
-async def create_objects(http: httpx2.AsyncClient, key: str) -> Owned:
-    """One of each object an owner can have, created with the owner's key."""
+async def create_objects(http: httpx2.AsyncClient, credentials: dict[str, str]) -> Owned:
+    """One of each object an owner can have, created with the owner's credentials (the
+    headers that authenticate it: its key, and the user a gateway's key names)."""
     stored = await _post(
-        http, key, "/v1/responses", {"model": "simple-graph", "input": "hello", "store": True}
+        http,
+        credentials,
+        "/v1/responses",
+        {"model": "simple-graph", "input": "hello", "store": True},
     )
     paused = await _post(
-        http, key, "/v1/responses", {"model": "interruptible-approval", "input": "the plan"}
+        http, credentials, "/v1/responses", {"model": "interruptible-approval", "input": "the plan"}
     )
     (call,) = [item for item in paused["output"] if item["type"] == "function_call"]
     finished = await _post(
         http,
-        key,
+        credentials,
         "/v1/responses",
         {"model": "background-mock", "input": "x", "background": True, "metadata": NO_DELAY},
     )
     running = await _post(
         http,
-        key,
+        credentials,
         "/v1/responses",
         {"model": "background-mock", "input": "y", "background": True, "metadata": LONG_DELAY},
     )
-    streamed = await _streamed_background(http, key)
+    streamed = await _streamed_background(http, credentials)
     conversation = await _post(
         http,
-        key,
+        credentials,
         "/v1/conversations",
         {"items": [{"type": "message", "role": "user", "content": "a secret"}]},
     )
-    items = await http.get(f"/v1/conversations/{conversation['id']}/items", headers=bearer(key))
+    items = await http.get(f"/v1/conversations/{conversation['id']}/items", headers=credentials)
     (item,) = items.json()["data"]
-    await _wait_finished(http, key, finished["id"])
+    await _wait_finished(http, credentials, finished["id"])
     return Owned(
         response=stored["id"],
         paused=paused["id"],

@@ -31,6 +31,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
 ALICE_KEY = f"sk-{uuid.uuid4().hex}"
 BOB_KEY = f"sk-{uuid.uuid4().hex}"
 KEYS = f"alice={ALICE_KEY},bob={BOB_KEY}"
+USER_HEADER = "x-lgos-user"
 
 
 def settings(**values: Any) -> ServerSettings:
@@ -102,15 +103,54 @@ def test_a_bad_key_entry_is_named_by_its_place_never_by_its_text() -> None:
     assert "LGOS_API_KEYS_FILE" in str(missing.value)
 
 
-def test_keys_and_the_trusted_header_or_a_hook_do_not_mix() -> None:
+def test_keys_and_a_hook_do_not_mix() -> None:
     async def anyone(request: Any) -> str:
         return "anyone"
 
     keyed = settings(API_KEYS=SecretStr(KEYS))
-    with pytest.raises(ConfigurationError, match="LGOS_SCOPE_HEADER"):
-        create_app(REGISTRY, settings=settings(API_KEYS=SecretStr(KEYS), SCOPE_HEADER="x-o"))
     with pytest.raises(ConfigurationError, match="authenticate"):
         create_app(REGISTRY, settings=keyed, authenticate=anyone)
+    gateway = settings(API_KEYS=SecretStr(KEYS), SCOPE_HEADER=USER_HEADER)
+    with pytest.raises(ConfigurationError, match="authenticate"):
+        create_app(REGISTRY, settings=gateway, authenticate=anyone)
+
+
+async def test_a_gateway_key_names_users_who_stay_apart() -> None:
+    """`LGOS_API_KEYS` and `LGOS_SCOPE_HEADER` together: the key authenticates the gateway,
+    the header names one of its users. Each user is an owner of their own; the holder of
+    another key cannot name them, nor can the gateway's key without the header."""
+    gateway_key, other_key = f"sk-{uuid.uuid4().hex}", f"sk-{uuid.uuid4().hex}"
+    keys = SecretStr(f"litellm={gateway_key},other={other_key}")
+    app = create_app(REGISTRY, settings=settings(API_KEYS=keys, SCOPE_HEADER=USER_HEADER))
+
+    def user(key: str, name: str | None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}", **({USER_HEADER: name} if name else {})}
+
+    async with started(app) as http:
+        body = {"model": "simple-graph", "input": "hi", "store": True}
+        created = await http.post("/v1/responses", json=body, headers=user(gateway_key, "alice"))
+        assert created.status_code == 200, created.text
+        url = f"/v1/responses/{created.json()['id']}"
+        assert (await http.get(url, headers=user(gateway_key, "alice"))).status_code == 200
+        for stranger in (
+            user(gateway_key, "bob"),  # another user of the same gateway
+            user(other_key, "alice"),  # another key naming the same user
+            user(gateway_key, None),  # the gateway's key as itself
+            user(other_key, None),
+        ):
+            refused = await http.get(url, headers=stranger)
+            assert refused.status_code == 404, (stranger, refused.text)
+        # A named user without the key is nobody.
+        anonymous = await http.get(url, headers={USER_HEADER: "alice"})
+        assert anonymous.status_code == 401
+        assert anonymous.json() == NO_KEY_REFUSAL
+
+
+def test_a_key_owner_that_could_be_a_gateway_user_is_refused() -> None:
+    """With the user header, `a/b` as a key's owner would be the user b of the key owner a."""
+    keys = SecretStr("litellm=sk-one,litellm/alice=sk-two")
+    with pytest.raises(ConfigurationError, match="'/'"):
+        create_app(REGISTRY, settings=settings(API_KEYS=keys, SCOPE_HEADER=USER_HEADER))
 
 
 async def test_public_models_answer_without_a_key_and_nothing_else_does() -> None:

@@ -47,16 +47,38 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
 REGISTRY = "demo.registry:create_registry"
 
 
+# The header a gateway names its users in (LGOS_SCOPE_HEADER beside the keys).
+USER_HEADER = "x-lgos-user"
+
+
 @dataclass(frozen=True)
 class Caller:
     name: str
-    owner: str
+    owner: str  # the owner of its key
     key: str
+    user: str | None = None  # the user a gateway's key names, if any
+
+    @property
+    def credentials(self) -> dict[str, str]:
+        return {**bearer(self.key), **({USER_HEADER: self.user} if self.user else {})}
+
+    @property
+    def secrets(self) -> list[str]:
+        return [self.key, self.owner, *([self.user] if self.user else [])]
 
 
 def new_caller(name: str) -> Caller:
     # Random owners and keys, so that finding one in a log cannot be a coincidence.
     return Caller(name, f"owner-{uuid.uuid4().hex}", f"sk-{uuid.uuid4().hex}")
+
+
+def users_of_one_gateway() -> tuple[Caller, Caller]:
+    """Two users that one gateway key names (LiteLLM's in the reference stack)."""
+    gateway = new_caller("gateway")
+    return (
+        Caller("alice", gateway.owner, gateway.key, f"user-{uuid.uuid4().hex}"),
+        Caller("bob", gateway.owner, gateway.key, f"user-{uuid.uuid4().hex}"),
+    )
 
 
 class CapturedLogs(logging.Handler):
@@ -132,8 +154,10 @@ def deployment(
 
 
 def settings_for(deployment: Deployment, callers: list[Caller]) -> ServerSettings:
-    keys = ",".join(f"{caller.owner}={caller.key}" for caller in callers)
+    keys = ",".join(sorted({f"{caller.owner}={caller.key}" for caller in callers}))
+    named = any(caller.user for caller in callers)
     return ServerSettings(
+        SCOPE_HEADER=USER_HEADER if named else None,
         POSTGRES_URI=deployment.postgres_uri,
         BACKGROUND=deployment.background,
         CORS_ORIGINS=[],
@@ -181,9 +205,11 @@ class Matrix:
         self.replies: list[str] = []
         self.asked = 0
 
-    async def send(self, case: Case, ids: Owned, key: str | None) -> httpx2.Response:
+    async def send(
+        self, case: Case, ids: Owned, credentials: dict[str, str] | None
+    ) -> httpx2.Response:
         ask = case.build(ids)
-        headers = {**ask.headers, **(bearer(key) if key is not None else {})}
+        headers = {**ask.headers, **(credentials or {})}
         reply = await self.http.request(ask.method, ask.url, json=ask.json, headers=headers)
         self.asked += 1
         self.replies.append(reply.text)
@@ -203,18 +229,18 @@ class Matrix:
                 continue
             no_key = await self.send(case, ids, None)
             self.expect(f"{label} no key", no_key, 401, NO_KEY_REFUSAL)
-            wrong = await self.send(case, ids, "sk-" + uuid.uuid4().hex)
+            wrong = await self.send(case, ids, bearer("sk-" + uuid.uuid4().hex))
             self.expect(f"{label} wrong key", wrong, 401, WRONG_KEY_REFUSAL)
             if not case.by_id:
                 break
         for caller in self.callers:
             other = next(c for c in self.callers if c is not caller)
             if not case.by_id:
-                reply = await self.send(case, unknown, caller.key)
+                reply = await self.send(case, unknown, caller.credentials)
                 self.expect(f"{label} {caller.name}", reply, case.own)
                 continue
-            stranger = await self.send(case, objects[other.name], caller.key)
-            missing = await self.send(case, unknown, caller.key)
+            stranger = await self.send(case, objects[other.name], caller.credentials)
+            missing = await self.send(case, unknown, caller.credentials)
             self.expect(f"{label} {caller.name} on unknown ids", missing, case.missing)
             self.expect(f"{label} {caller.name} on {other.name}'s ids", stranger, case.missing)
             if normalized(stranger.text, objects[other.name]) != normalized(missing.text, unknown):
@@ -224,27 +250,41 @@ class Matrix:
                 )
             own_ids = objects[caller.name]
             if case.destructive:
-                own_ids = await create_objects(self.http, caller.key)
-            own = await self.send(case, own_ids, caller.key)
+                own_ids = await create_objects(self.http, caller.credentials)
+            own = await self.send(case, own_ids, caller.credentials)
             self.expect(f"{label} {caller.name} on own ids", own, case.own)
             if case.destructive:
                 # Its long run would hold a worker's slot for the rest of the matrix.
                 url = f"/v1/responses/{own_ids.running}/cancel"
-                await self.http.post(url, headers=bearer(caller.key))
+                await self.http.post(url, headers=caller.credentials)
 
 
 async def test_every_route_answers_only_its_owner(
     deployment: Deployment, captured_logs: CapturedLogs
 ) -> None:
-    alice, bob = new_caller("alice"), new_caller("bob")
+    await run_the_matrix(deployment, captured_logs, new_caller("alice"), new_caller("bob"))
+
+
+@pytest.mark.parametrize("deployment", ["memory", "postgres", "dbos"], indirect=True)
+async def test_every_route_answers_only_its_user_behind_one_gateway_key(
+    deployment: Deployment, captured_logs: CapturedLogs
+) -> None:
+    """Alice and Bob are two users one gateway key names (`LGOS_API_KEYS` and
+    `LGOS_SCOPE_HEADER` together): each is an owner of their own, as with keys of their own."""
+    await run_the_matrix(deployment, captured_logs, *users_of_one_gateway())
+
+
+async def run_the_matrix(
+    deployment: Deployment, captured_logs: CapturedLogs, alice: Caller, bob: Caller
+) -> None:
     app = create_app(REGISTRY, settings=settings_for(deployment, [alice, bob]))
     async with serving(app) as http:
         table = route_table(app)
         unexpected = [route for route in table if expectation_for(*route) is None]
         assert not unexpected, f"routes the security matrix does not know: {unexpected}"
         objects = {
-            alice.name: await create_objects(http, alice.key),
-            bob.name: await create_objects(http, bob.key),
+            alice.name: await create_objects(http, alice.credentials),
+            bob.name: await create_objects(http, bob.credentials),
         }
         matrix = Matrix(http, alice, bob)
         for methods, path in table:
@@ -258,13 +298,13 @@ async def test_every_route_answers_only_its_owner(
                 f"/v1/responses/{mine.paused}",
                 f"/v1/conversations/{mine.conversation}/items/{mine.item}",
             ):
-                reply = await http.get(url, headers=bearer(caller.key))
+                reply = await http.get(url, headers=caller.credentials)
                 assert reply.status_code == 200, (caller.name, url, reply.text)
-            running = await http.get(f"/v1/responses/{mine.running}", headers=bearer(caller.key))
+            running = await http.get(f"/v1/responses/{mine.running}", headers=caller.credentials)
             assert running.json()["status"] in ("queued", "in_progress"), running.text
     assert not matrix.failures, "\n".join(matrix.failures)
     assert matrix.asked > 150  # the matrix ran, route by route
-    secrets = [alice.key, bob.key, alice.owner, bob.owner]
+    secrets = alice.secrets + bob.secrets
     worker_lines = [line for worker in deployment.workers for line in worker.stdout]
     assert all(worker.alive() for worker in deployment.workers)
     logs = "\n".join(captured_logs.lines + worker_lines)

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState
 
 from lgos import GraphConfig, GraphRegistry, ServerResources
+from tests.support.graphs import single_node
 
 GATE_PATIENCE_SECONDS = 60.0
 
@@ -39,11 +40,7 @@ def counted_graph() -> Any:
                     await asyncio.sleep(0.02)
         return {"messages": [AIMessage(content=f"ran {text} after {len(state['messages'])}")]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("node", node)
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
-    return builder.compile()
+    return single_node(node)
 
 
 def create_registry(resources: ServerResources) -> GraphRegistry:

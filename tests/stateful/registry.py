@@ -12,17 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langchain_core.messages import AIMessage
+from langgraph.graph import MessagesState
 from langgraph.types import interrupt
 
 from demo.graphs.everything import everything_agent_graph
 from demo.registry import EVERYTHING
 from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
-
-
-def describe(messages: list[BaseMessage]) -> str:
-    return "|".join(f"{message.type}:{message.text}" for message in messages)
+from tests.support.graphs import describe, single_node
 
 
 class CounterState(MessagesState):
@@ -34,11 +31,7 @@ def history_graph() -> Any:
     async def node(state: MessagesState) -> dict[str, Any]:
         return {"messages": [AIMessage(content="saw " + describe(state["messages"]))]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("node", node)
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
-    return builder.compile()
+    return single_node(node)
 
 
 def counter_graph(checkpointer: Any) -> Any:
@@ -48,11 +41,7 @@ def counter_graph(checkpointer: Any) -> Any:
         answer = AIMessage(content=f"turn {turns} saw {describe(new)}")
         return {"turns": turns, "seen": len(state["messages"]) + 1, "messages": [answer]}
 
-    builder = StateGraph(CounterState)
-    builder.add_node("node", node)
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
-    return builder.compile(checkpointer=checkpointer)
+    return single_node(node, CounterState, checkpointer=checkpointer)
 
 
 def approval_graph(checkpointer: Any) -> Any:
@@ -60,11 +49,7 @@ def approval_graph(checkpointer: Any) -> Any:
         decision = interrupt({"question": "Approve?"})
         return {"messages": [AIMessage(content=f"decided {decision}")]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", END)
-    return builder.compile(checkpointer=checkpointer)
+    return single_node(ask, checkpointer=checkpointer)
 
 
 def create_registry(resources: ServerResources) -> GraphRegistry:

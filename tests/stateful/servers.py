@@ -22,7 +22,7 @@ class LgosServer:
     def base_url(self) -> str:
         return f"{self.process.base_url}/v1"
 
-    def client(self) -> AsyncOpenAI:
+    def sdk(self) -> AsyncOpenAI:
         return AsyncOpenAI(
             base_url=self.base_url,
             api_key="x",

@@ -21,7 +21,7 @@ from tests.stateful.servers import LgosServer, start_lgos
 from tests.stateful.test_stateful_processes import REGISTRY
 from tests.support.agents import run_forecaster
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(120, func_only=True)]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LgosServer]:
 
 @pytest.mark.parametrize("model", ["counter", "history"])
 async def test_a_session_by_conversation_id(server: LgosServer, model: str) -> None:
-    async with server.client() as client:
+    async with server.sdk() as client:
         agent = Agent(name="assistant", model=OpenAIResponsesModel(model, client))
         conversation = await client.conversations.create()
         outputs = []
@@ -54,7 +54,7 @@ async def test_a_session_by_conversation_id(server: LgosServer, model: str) -> N
 
 
 async def test_a_session_by_previous_response_id(server: LgosServer) -> None:
-    async with server.client() as client:
+    async with server.sdk() as client:
         agent = Agent(name="assistant", model=OpenAIResponsesModel("counter", client))
         first = await Runner.run(agent, "one")
         second = await Runner.run(agent, "two", previous_response_id=first.last_response_id)
@@ -69,7 +69,7 @@ async def test_an_agent_with_a_function_tool_answers_in_its_output_type(
     """The SDK sends the tool and the output schema; the graph calls the tool, the SDK runs it
     and sends its result back (with the turn's reasoning item), and the graph answers in the
     schema, which the SDK parses into the model."""
-    async with server.client() as client:
+    async with server.sdk() as client:
         result = await run_forecaster(client, "everything-agent", streamed=streamed)
     kinds = [type(item) for item in result.new_items]
     assert kinds[:2] == [ReasoningItem, ToolCallItem]

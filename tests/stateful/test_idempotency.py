@@ -24,7 +24,7 @@ from openai import AsyncOpenAI
 from tests.stateful.servers import LgosServer, start_lgos
 from tests.support.postgres import temporary_database
 
-pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.anyio, pytest.mark.processes, pytest.mark.timeout(600, func_only=True)]
 
 REGISTRY = "tests.stateful.idempotency_registry:create_registry"
 SCOPE_HEADER = "x-tenant"

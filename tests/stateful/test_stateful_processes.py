@@ -23,7 +23,7 @@ pytestmark = [
     pytest.mark.processes,
     # Real API, worker and engine processes start inside these tests; on a loaded 2-core host
     # that alone passed 120 s (docs/design-choices.md: such modules mark 600 s).
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(600, func_only=True),
 ]
 
 REGISTRY = "tests.stateful.registry:create_registry"
@@ -52,8 +52,8 @@ def deployment(
 
 
 @pytest.fixture
-async def client(deployment: tuple[str, LgosServer]) -> AsyncIterator[AsyncOpenAI]:
-    async with deployment[1].client() as sdk:
+async def server_client(deployment: tuple[str, LgosServer]) -> AsyncIterator[AsyncOpenAI]:
+    async with deployment[1].sdk() as sdk:
         yield sdk
 
 
@@ -74,11 +74,11 @@ EXPECTED_BY_CHAIN = {
 
 
 @pytest.mark.parametrize("model", ["history", "counter"])
-async def test_three_turns_by_previous_response_id(client: AsyncOpenAI, model: str) -> None:
+async def test_three_turns_by_previous_response_id(server_client: AsyncOpenAI, model: str) -> None:
     answers = []
     previous: str | None = None
     for text in ("one", "two", "three"):
-        response = await client.responses.create(
+        response = await server_client.responses.create(
             model=model,
             input=text,
             **({"previous_response_id": previous} if previous else {}),  # type: ignore[arg-type]
@@ -90,11 +90,11 @@ async def test_three_turns_by_previous_response_id(client: AsyncOpenAI, model: s
 
 
 @pytest.mark.parametrize("model", ["history", "counter"])
-async def test_three_turns_by_conversation(client: AsyncOpenAI, model: str) -> None:
-    conversation = await client.conversations.create(metadata={"topic": "numbers"})
+async def test_three_turns_by_conversation(server_client: AsyncOpenAI, model: str) -> None:
+    conversation = await server_client.conversations.create(metadata={"topic": "numbers"})
     answers = []
     for text in ("one", "two", "three"):
-        response = await client.responses.create(
+        response = await server_client.responses.create(
             model=model, input=text, conversation=conversation.id
         )
         assert response.conversation is not None
@@ -109,52 +109,58 @@ async def test_three_turns_by_conversation(client: AsyncOpenAI, model: str) -> N
             "saw human:one|ai:saw human:one|human:two|ai:saw human:one|ai:saw human:one|"
             "human:two|human:three",
         ]
-    listed = [item async for item in client.conversations.items.list(conversation.id, order="asc")]
+    listed = [
+        item async for item in server_client.conversations.items.list(conversation.id, order="asc")
+    ]
     assert [item.type for item in listed] == ["message"] * 6
     roles = [item.role for item in listed]  # type: ignore[union-attr]
     assert roles == ["user", "assistant"] * 3
-    fetched = await client.conversations.retrieve(conversation.id)
+    fetched = await server_client.conversations.retrieve(conversation.id)
     assert fetched.metadata == {"topic": "numbers"}
 
 
-async def test_a_thread_keeping_conversation_picks_up_added_items(client: AsyncOpenAI) -> None:
-    conversation = await client.conversations.create(
+async def test_a_thread_keeping_conversation_picks_up_added_items(
+    server_client: AsyncOpenAI,
+) -> None:
+    conversation = await server_client.conversations.create(
         items=[{"type": "message", "role": "user", "content": "zero"}]
     )
-    first = await client.responses.create(
+    first = await server_client.responses.create(
         model="counter", input="one", conversation=conversation.id
     )
     assert first.output_text == "turn 1 saw human:zero|human:one"
-    await client.conversations.items.create(
+    await server_client.conversations.items.create(
         conversation.id, items=[{"type": "message", "role": "user", "content": "aside"}]
     )
-    second = await client.responses.create(
+    second = await server_client.responses.create(
         model="counter", input="two", conversation=conversation.id
     )
     assert second.output_text == "turn 2 saw human:aside|human:two"
 
 
-async def test_stored_response_is_read_listed_and_deleted(client: AsyncOpenAI) -> None:
+async def test_stored_response_is_read_listed_and_deleted(server_client: AsyncOpenAI) -> None:
     items: Any = [{"role": "user", "content": f"m{n}"} for n in range(5)]
-    created = await client.responses.create(model="history", input=items)
-    fetched = await client.responses.retrieve(created.id)
+    created = await server_client.responses.create(model="history", input=items)
+    fetched = await server_client.responses.retrieve(created.id)
     assert fetched.output_text == created.output_text
     ascending = [
         item.id
-        async for item in client.responses.input_items.list(created.id, order="asc", limit=2)
+        async for item in server_client.responses.input_items.list(created.id, order="asc", limit=2)
     ]
-    descending = [item.id async for item in client.responses.input_items.list(created.id, limit=2)]
+    descending = [
+        item.id async for item in server_client.responses.input_items.list(created.id, limit=2)
+    ]
     assert len(ascending) == 5
     assert descending == list(reversed(ascending))
-    await client.responses.delete(created.id)
+    await server_client.responses.delete(created.id)
     with pytest.raises(openai.NotFoundError):
-        await client.responses.retrieve(created.id)
+        await server_client.responses.retrieve(created.id)
 
 
-async def test_store_false_is_not_found(client: AsyncOpenAI) -> None:
-    created = await client.responses.create(model="history", input="x", store=False)
+async def test_store_false_is_not_found(server_client: AsyncOpenAI) -> None:
+    created = await server_client.responses.create(model="history", input="x", store=False)
     with pytest.raises(openai.NotFoundError):
-        await client.responses.retrieve(created.id)
+        await server_client.responses.retrieve(created.id)
 
 
 def pending_call(response: Response) -> ResponseFunctionToolCall:
@@ -170,20 +176,20 @@ def answer(paused: Response, output: str) -> Any:
 
 
 async def test_a_pause_inside_a_conversation_is_answered_and_it_continues(
-    client: AsyncOpenAI,
+    server_client: AsyncOpenAI,
 ) -> None:
-    conversation = await client.conversations.create()
-    opened = await client.responses.create(
+    conversation = await server_client.conversations.create()
+    opened = await server_client.responses.create(
         model="history", input="hello", conversation=conversation.id
     )
-    paused = await client.responses.create(
+    paused = await server_client.responses.create(
         model="approval", input="may I?", conversation=conversation.id
     )
-    resumed = await client.responses.create(
+    resumed = await server_client.responses.create(
         model="approval", input=answer(paused, "yes"), conversation=conversation.id
     )
     assert resumed.output_text == "decided yes"
-    after = await client.responses.create(
+    after = await server_client.responses.create(
         model="history", input="and now?", conversation=conversation.id
     )
     assert after.output_text == (
@@ -192,57 +198,61 @@ async def test_a_pause_inside_a_conversation_is_answered_and_it_continues(
     )
 
 
-async def test_a_pause_in_a_chain_is_answered_and_the_chain_continues(client: AsyncOpenAI) -> None:
-    first = await client.responses.create(model="history", input="hello")
-    paused = await client.responses.create(
+async def test_a_pause_in_a_chain_is_answered_and_the_chain_continues(
+    server_client: AsyncOpenAI,
+) -> None:
+    first = await server_client.responses.create(model="history", input="hello")
+    paused = await server_client.responses.create(
         model="approval", input="may I?", previous_response_id=first.id
     )
-    resumed = await client.responses.create(
+    resumed = await server_client.responses.create(
         model="approval", input=answer(paused, "no"), previous_response_id=paused.id
     )
     assert resumed.output_text == "decided no"
     with pytest.raises(openai.ConflictError) as twice:
-        await client.responses.create(
+        await server_client.responses.create(
             model="approval", input=answer(paused, "yes"), previous_response_id=paused.id
         )
     assert twice.value.code == "interrupt_state_conflict"
-    then = await client.responses.create(
+    then = await server_client.responses.create(
         model="history", input="so?", previous_response_id=resumed.id
     )
     assert then.output_text.endswith("human:may I?|ai:|tool:no|ai:decided no|human:so?")
 
 
-async def wait_until_done(client: AsyncOpenAI, response: Response) -> Response:
+async def wait_until_done(server_client: AsyncOpenAI, response: Response) -> Response:
     with anyio.fail_after(60):
         while response.status in ("queued", "in_progress"):
             await anyio.sleep(0.05)
-            response = await client.responses.retrieve(response.id)
+            response = await server_client.responses.retrieve(response.id)
     return response
 
 
 @pytest.mark.parametrize("model", ["history", "counter"])
-async def test_a_background_turn_in_a_conversation(client: AsyncOpenAI, model: str) -> None:
-    await background_turn_in_a_conversation(client, model)
+async def test_a_background_turn_in_a_conversation(server_client: AsyncOpenAI, model: str) -> None:
+    await background_turn_in_a_conversation(server_client, model)
 
 
-async def background_turn_in_a_conversation(client: AsyncOpenAI, model: str) -> None:
+async def background_turn_in_a_conversation(server_client: AsyncOpenAI, model: str) -> None:
     """A foreground turn, a background one, then a foreground one that sees the background
     turn's answer; the conversation lists all six items."""
-    conversation = await client.conversations.create()
-    await client.responses.create(model=model, input="one", conversation=conversation.id)
-    queued = await client.responses.create(
+    conversation = await server_client.conversations.create()
+    await server_client.responses.create(model=model, input="one", conversation=conversation.id)
+    queued = await server_client.responses.create(
         model=model, input="two", conversation=conversation.id, background=True
     )
     assert queued.status == "queued"
-    done = await wait_until_done(client, queued)
+    done = await wait_until_done(server_client, queued)
     assert done.status == "completed"
-    third = await client.responses.create(model=model, input="three", conversation=conversation.id)
+    third = await server_client.responses.create(
+        model=model, input="three", conversation=conversation.id
+    )
     if model == "counter":
         assert done.output_text == "turn 2 saw human:two"
         assert third.output_text == "turn 3 saw human:three"
     else:
         assert third.output_text.endswith(f"human:two|ai:{done.output_text}|human:three")
-    items = [item async for item in client.conversations.items.list(conversation.id)]
+    items = [item async for item in server_client.conversations.items.list(conversation.id)]
     assert len(items) == 6
 
 
@@ -270,12 +280,12 @@ def durable_deployment(
 async def test_a_background_turn_in_a_conversation_on_a_durable_engine(
     durable_deployment: LgosServer, model: str
 ) -> None:
-    async with durable_deployment.client() as client:
+    async with durable_deployment.sdk() as client:
         await background_turn_in_a_conversation(client, model)
 
 
-async def test_a_foreign_scope_gets_404_everywhere(client: AsyncOpenAI) -> None:
-    alice, mallory = tenant(client, "alice"), tenant(client, "mallory")
+async def test_a_foreign_scope_gets_404_everywhere(server_client: AsyncOpenAI) -> None:
+    alice, mallory = tenant(server_client, "alice"), tenant(server_client, "mallory")
     response = await alice.responses.create(model="history", input="secret")
     conversation = await alice.conversations.create(
         items=[{"type": "message", "role": "user", "content": "secret"}]
@@ -308,16 +318,18 @@ async def test_a_foreign_scope_gets_404_everywhere(client: AsyncOpenAI) -> None:
 
 
 async def test_deleting_a_conversation_deletes_its_thread(
-    client: AsyncOpenAI, deployment: tuple[str, LgosServer]
+    server_client: AsyncOpenAI, deployment: tuple[str, LgosServer]
 ) -> None:
-    conversation = await client.conversations.create()
-    await client.responses.create(model="counter", input="one", conversation=conversation.id)
-    deleted = await client.conversations.delete(conversation.id)
+    conversation = await server_client.conversations.create()
+    await server_client.responses.create(model="counter", input="one", conversation=conversation.id)
+    deleted = await server_client.conversations.delete(conversation.id)
     assert deleted.deleted is True
     with pytest.raises(openai.NotFoundError):
-        await client.conversations.retrieve(conversation.id)
+        await server_client.conversations.retrieve(conversation.id)
     with pytest.raises(openai.NotFoundError):
-        await client.responses.create(model="counter", input="two", conversation=conversation.id)
+        await server_client.responses.create(
+            model="counter", input="two", conversation=conversation.id
+        )
     uri = deployment[0]
     if uri:
         import psycopg
@@ -340,12 +352,12 @@ async def test_a_second_process_answers_for_what_the_first_stored(
     try:
         if not uri:
             # In memory each process keeps its own: what one stored, the other does not know.
-            async with first.client() as one, second.client() as two:
+            async with first.sdk() as one, second.sdk() as two:
                 stored = await one.responses.create(model="history", input="here")
                 with pytest.raises(openai.NotFoundError):
                     await two.responses.retrieve(stored.id)
             return
-        async with first.client() as one, second.client() as two:
+        async with first.sdk() as one, second.sdk() as two:
             conversation = await one.conversations.create(metadata={"k": "v"})
             turn = await one.responses.create(
                 model="counter", input="one", conversation=conversation.id
@@ -370,8 +382,8 @@ async def test_a_second_process_answers_for_what_the_first_stored(
         second.stop()
 
 
-async def test_the_model_listing_tells_which_graphs_keep_state(client: AsyncOpenAI) -> None:
-    listing = {model.id: model async for model in client.models.list()}
+async def test_the_model_listing_tells_which_graphs_keep_state(server_client: AsyncOpenAI) -> None:
+    listing = {model.id: model async for model in server_client.models.list()}
     features = {
         model_id: (model.model_extra or {})["lgos"]["features"]
         for model_id, model in listing.items()
@@ -381,10 +393,10 @@ async def test_the_model_listing_tells_which_graphs_keep_state(client: AsyncOpen
 
 
 async def test_chat_completions_stay_stateless_on_a_thread_keeping_graph(
-    client: AsyncOpenAI,
+    server_client: AsyncOpenAI,
 ) -> None:
     for _ in range(2):
-        completion = await client.chat.completions.create(
+        completion = await server_client.chat.completions.create(
             model="counter", messages=[{"role": "user", "content": "hi"}]
         )
         assert completion.choices[0].message.content == "turn 1 saw human:hi"

@@ -17,12 +17,12 @@ class Chat:
         self.page = page
         self.url = url
 
-    def login(self) -> None:
+    def login(self, user: str = "demo", password: str = "demo") -> None:
         self.page.goto(self.url)
         # The login asks for a username (demo), not for Chainlit's default "Email address".
         expect(self.page.get_by_text("Username", exact=True)).to_be_visible()
-        self.page.fill("#email", "demo")
-        self.page.fill("#password", "demo")
+        self.page.fill("#email", user)
+        self.page.fill("#password", password)
         self.page.get_by_role("button", name=re.compile("continue|sign in|log ?in", re.I)).click()
         expect(self.page.locator("#chat-input")).to_be_visible()
 

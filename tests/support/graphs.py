@@ -29,12 +29,24 @@ from lgos import (
 )
 
 
-def single_node(node: Any, state: type = MessagesState, checkpointer: Any = None) -> Pregel:
+def linear_graph(
+    steps: dict[str, Any], state: type = MessagesState, checkpointer: Any = None
+) -> Pregel:
+    """START → each of `steps` in order → END (a step may itself be a compiled graph, which
+    makes it a subgraph)."""
     builder = StateGraph(state)
-    builder.add_node("node", node)
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
+    previous = START
+    for name, step in steps.items():
+        builder.add_node(name, step)
+        builder.add_edge(previous, name)
+        previous = name
+    builder.add_edge(previous, END)
     return builder.compile(checkpointer=checkpointer)
+
+
+def single_node(node: Any, state: type = MessagesState, checkpointer: Any = None) -> Pregel:
+    """START → `node` → END: the graph of every test that needs one step."""
+    return linear_graph({"node": node}, state, checkpointer)
 
 
 def describe(messages: list[BaseMessage]) -> str:
@@ -218,13 +230,7 @@ def approval_graph(checkpointer: Any, probe: Probe) -> Pregel:
             return {"messages": [AIMessage(content="Approved and done.")]}
         return {"messages": [AIMessage(content=f"Not done: {state['decision']}.")]}
 
-    builder = StateGraph(ApprovalState)
-    builder.add_node("ask", ask)
-    builder.add_node("act", act)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", "act")
-    builder.add_edge("act", END)
-    return builder.compile(checkpointer=checkpointer)
+    return linear_graph({"ask": ask, "act": act}, ApprovalState, checkpointer)
 
 
 def two_questions_graph(checkpointer: Any) -> Pregel:
@@ -298,11 +304,7 @@ def subgraph_graph() -> Pregel:
     """The answer is streamed by a model inside a subgraph."""
     inner = echo_graph()
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("inner", inner)
-    builder.add_edge(START, "inner")
-    builder.add_edge("inner", END)
-    return builder.compile()
+    return single_node(inner)
 
 
 def metered_graph() -> Pregel:
@@ -337,13 +339,7 @@ def counted_graph(checkpointer: Any = None, *, review: bool = False) -> Pregel:
         model = ScriptedChatModel(script=lambda _m: "one two three")
         return {"messages": [await model.ainvoke(state["messages"][:1])]}
 
-    builder = StateGraph(MessagesState)
-    builder.add_node("plan", plan)
-    builder.add_node("answer", answer)
-    builder.add_edge(START, "plan")
-    builder.add_edge("plan", "answer")
-    builder.add_edge("answer", END)
-    return builder.compile(checkpointer=checkpointer)
+    return linear_graph({"plan": plan, "answer": answer}, checkpointer=checkpointer)
 
 
 def build_registry(probe: Probe, *, checkpointer: Any = None) -> GraphRegistry:

@@ -62,6 +62,37 @@ def _settings(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
+def _bootstrap_up(env: dict[str, str], state_dir: Path) -> None:
+    """Start the engine; on failure raise with what the bootstrap and the engine printed."""
+    try:
+        started = subprocess.run(
+            ["bash", str(BOOTSTRAP), "up"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT_SECONDS + 60,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as timeout:
+        raise AssertionError(
+            f"hatchet-bootstrap.sh up did not end in {timeout.timeout:.0f} s"
+            f"{_engine_log(state_dir)}"
+        ) from None
+    if started.returncode != 0:
+        raise AssertionError(
+            f"hatchet-bootstrap.sh up failed:\n{started.stdout}\n{started.stderr}"
+            f"{_engine_log(state_dir)}"
+        )
+
+
+def _engine_log(state_dir: Path, lines: int = 60) -> str:
+    log = state_dir / "engine.log"
+    if not log.exists():
+        return ""
+    tail = log.read_text(errors="replace").splitlines()[-lines:]
+    return "\n--- the engine's log (last lines)\n" + "\n".join(tail)
+
+
 @contextmanager
 def running_engine(state_dir: Path, database_uri: str | None = None) -> Iterator[dict[str, str]]:
     """The client settings (HATCHET_CLIENT_*) of an engine that runs for the block, on a
@@ -97,17 +128,7 @@ def running_engine(state_dir: Path, database_uri: str | None = None) -> Iterator
             "HATCHET_READY_TIMEOUT": str(START_TIMEOUT_SECONDS),
         }
         try:
-            started = subprocess.run(
-                ["bash", str(BOOTSTRAP), "up"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=START_TIMEOUT_SECONDS + 60,
-                check=False,
-            )
-            assert started.returncode == 0, (
-                f"hatchet-bootstrap.sh up failed:\n{started.stdout}\n{started.stderr}"
-            )
+            _bootstrap_up(env, state_dir)
             yield _settings(state_dir / "client.env")
         finally:
             subprocess.run(["bash", str(BOOTSTRAP), "down"], env=env, timeout=60, check=False)

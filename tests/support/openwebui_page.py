@@ -1,16 +1,44 @@
-"""Open WebUI with the LGOS Pipe as a person uses it, in words of the page (Playwright): open a
-chat with a graph, type, read the answer and its status line, find the review card. Used by the
-Open WebUI browser tests and by the compose stack's browser pass."""
+"""Open WebUI with the LGOS Pipe as a person uses it, in words of the page (Playwright): log in,
+open a chat with a graph, type, read the answer and its status line, find the review card; and
+Open WebUI's REST API, for what the tests set up and read back. Used by the Open WebUI browser
+tests, the two-users tests and the compose stack's browser pass."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
+import urllib.request
 from typing import Any
 
 from playwright.sync_api import Page, expect
 
 # How long a chat may keep failing to load while the machine's network changes.
 OPEN_DEADLINE_SECONDS = 180
+# The labels of two demo settings in the chat's settings dialog (demo/openwebui/sync.py).
+BACKGROUND = "Run in background"
+DELAY = "Delay Seconds"
+
+
+def http_json(method: str, url: str, body: Any = None, token: str | None = None) -> Any:
+    """One call of Open WebUI's REST API (with a user's session token), its JSON answer."""
+    request = urllib.request.Request(
+        url, data=None if body is None else json.dumps(body).encode(), method=method
+    )
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read().decode() or "null")
+
+
+def log_in(page: Page, url: str, email: str, password: str) -> None:
+    """Sign in on Open WebUI's login page (WEBUI_AUTH=true), as a person does."""
+    page.goto(f"{url}/auth", wait_until="domcontentloaded")
+    page.locator("input[type=email]").fill(email)
+    page.locator("input[type=password]").fill(password)
+    page.get_by_role("button", name=re.compile("sign in", re.I)).click()
+    expect(page.locator("#chat-input")).to_be_visible()
 
 
 def open_chat(page: Page, url: str, model: str) -> None:
@@ -59,3 +87,30 @@ def review_card(page: Page) -> Any:
 def status_line(page: Page) -> Any:
     """The status line under the model name of the (last) answer."""
     return page.get_by_role("button", name="Toggle status history").last
+
+
+def settings_dialog(page: Page) -> Any:
+    """The selected graph's settings: the dialog of the chat box's Chat Variables button."""
+    page.get_by_role("button", name="Chat Variables").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Chat Variables")
+    return dialog
+
+
+def setting(dialog: Any, label: str) -> Any:
+    """The field of one setting in the settings dialog, found by the start of its label."""
+    row = dialog.locator("div.py-0\\.5", has_text=label)
+    return row.locator("input, select, textarea").first
+
+
+def change_settings(page: Page, values: dict[str, str]) -> None:
+    """Set some of the chat's settings in the dialog, as a user does, and save them."""
+    dialog = settings_dialog(page)
+    for label, value in values.items():
+        field = setting(dialog, label)
+        if field.evaluate("e => e.tagName") == "SELECT":
+            field.select_option(value)
+        else:
+            field.fill(value)
+    dialog.get_by_role("button", name="Save").click()
+    expect(dialog).to_be_hidden()

@@ -234,6 +234,20 @@ def lgos(command: str, *args: str, env: Mapping[str, str], cwd: Path = REPO, **k
     return Process([LGOS, command, *args], env=env, cwd=cwd, name=f"lgos {command}", **kw)
 
 
+def answering(
+    command: list[str], env: Mapping[str, str], log: Path, ready: str, timeout: float
+) -> Process:
+    """`command` in a process group of its own (a launcher script and what it execs are
+    stopped together), once `ready` answers 200; stopped again when it does not in time."""
+    process = Process(command, env=env, cwd=REPO, log=log, name=log.stem, own_group=True)
+    try:
+        process.wait_http(ready, timeout=timeout)
+    except BaseException:
+        process.stop(grace=20)
+        raise
+    return process
+
+
 @contextmanager
 def serving(args: list[str], env: Mapping[str, str], cwd: Path = REPO) -> Iterator[Process]:
     """`lgos serve ARGS`, once Uvicorn runs; stopped at the end."""

@@ -6,10 +6,8 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
 import pytest
 from fastapi import FastAPI
-from openai import AsyncOpenAI
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -81,16 +79,3 @@ async def app(steering: Steering) -> AsyncIterator[FastAPI]:
     application = create_app(registry_factory(steering), settings=explicit_settings())
     async with application.router.lifespan_context(application):
         yield application
-
-
-@pytest.fixture
-async def client(app: FastAPI) -> AsyncIterator[AsyncOpenAI]:
-    transport = httpx2.ASGITransport(app=app)
-    async with httpx2.AsyncClient(transport=transport, base_url="http://test") as http:
-        yield AsyncOpenAI(
-            base_url="http://test/v1",
-            api_key="unused",
-            http_client=http,
-            _strict_response_validation=True,
-            max_retries=0,
-        )

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.pregel import Pregel
+from langgraph.graph import MessagesState
 from opentelemetry.trace import TracerProvider
 
 from demo.graphs.fake_model import ScriptedChatModel
 from lgos import GraphConfig, GraphFeature, GraphRegistry, ServerResources
+from tests.support.graphs import single_node
 
 ANSWER = "All good."
 
@@ -28,14 +28,6 @@ class Steering:
     tracer_provider: TracerProvider | None = None
     started: asyncio.Event = field(default_factory=asyncio.Event)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-def _single(node: Any) -> Pregel:
-    builder = StateGraph(MessagesState)
-    builder.add_node("node", node)
-    builder.add_edge(START, "node")
-    builder.add_edge("node", END)
-    return builder.compile()
 
 
 def registry_factory(steering: Steering) -> Any:
@@ -63,10 +55,10 @@ def registry_factory(steering: Steering) -> Any:
     def create_registry(resources: ServerResources) -> GraphRegistry:
         return GraphRegistry(
             graphs={
-                "answer": GraphConfig(graph=_single(answer), description="Answers."),
-                "broken": GraphConfig(graph=_single(broken), description="Raises."),
+                "answer": GraphConfig(graph=single_node(answer), description="Answers."),
+                "broken": GraphConfig(graph=single_node(broken), description="Raises."),
                 "waiting": GraphConfig(
-                    graph=_single(waiting),
+                    graph=single_node(waiting),
                     description="Streams a word, then waits to be cancelled.",
                     features=frozenset({GraphFeature.BACKGROUND}),
                 ),

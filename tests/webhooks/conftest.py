@@ -11,13 +11,14 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from openai import OpenAI
 
-from tests.background.conftest import Deployment
+from tests.background.conftest import Deployment, running
 from tests.support.postgres import temporary_database
 from tests.support.processes import START_TIMEOUT, Process, free_port
 
@@ -110,34 +111,58 @@ def webhooks_database() -> Iterator[str]:
         yield uri
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    """A receiver on a fresh port, not started: the test starts it when it wants it up."""
-    hooks = Receiver(free_port())
-    try:
-        yield hooks
-    finally:
-        hooks.stop()
+@dataclass
+class Shared:
+    """The package's deployment of one engine, and the port it sends its webhooks to."""
+
+    deployment: Deployment
+    port: int
+
+
+def _shared(engine: str, database: str, request: pytest.FixtureRequest) -> Iterator[Shared]:
+    """One API, and one worker on an engine that has workers, sending to a port of its own."""
+    port = free_port()
+    extra = webhook_env(Receiver(port))
+    if engine == "hatchet":
+        extra.update(request.getfixturevalue("hatchet_engine"))
+    workers = 0 if engine == "memory" else 1
+    with running(Deployment(engine, database, apis=1, workers=workers, extra_env=extra)) as up:
+        yield Shared(up, port)
+
+
+# One deployment per engine for the package: no test needs a fresh one. Each test counts only
+# its own Responses' records, and `hooked` restarts what a test killed.
+@pytest.fixture(scope="package")
+def memory_webhooks(webhooks_database: str, request: pytest.FixtureRequest) -> Iterator[Shared]:
+    yield from _shared("memory", webhooks_database, request)
+
+
+@pytest.fixture(scope="package")
+def dbos_webhooks(webhooks_database: str, request: pytest.FixtureRequest) -> Iterator[Shared]:
+    yield from _shared("dbos", webhooks_database, request)
+
+
+@pytest.fixture(scope="package")
+def hatchet_webhooks(webhooks_database: str, request: pytest.FixtureRequest) -> Iterator[Shared]:
+    yield from _shared("hatchet", webhooks_database, request)
+
+
+@dataclass
+class Hooked:
+    """A running deployment of the test's `engine`, and a receiver on the port it sends to
+    (not started: the test starts it when it wants it up; stopped after the test)."""
+
+    deployment: Deployment
+    receiver: Receiver
 
 
 @pytest.fixture
-def deployment_for(webhooks_database: str, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """`deployment_for(engine, receiver)`: a deployment sending webhooks to `receiver` (one
-    API, and one worker on an engine that has workers), started; stopped after the test."""
-    started: list[Deployment] = []
-
-    def start(engine: str, receiver: Receiver) -> Deployment:
-        workers = 0 if engine == "memory" else 1
-        extra = webhook_env(receiver)
-        if engine == "hatchet":
-            extra.update(request.getfixturevalue("hatchet_engine"))
-        deployment = Deployment(engine, webhooks_database, apis=1, workers=workers, extra_env=extra)
-        started.append(deployment)
-        deployment.start()
-        return deployment
-
+async def hooked(engine: str, request: pytest.FixtureRequest) -> AsyncIterator[Hooked]:
+    shared: Shared = request.getfixturevalue(f"{engine}_webhooks")
+    shared.deployment.ensure_running()
+    receiver = Receiver(shared.port)
     try:
-        yield start
+        yield Hooked(shared.deployment, receiver)
     finally:
-        for deployment in started:
-            deployment.stop()
+        receiver.stop()
+        await shared.deployment.close_clients()

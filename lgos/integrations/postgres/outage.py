@@ -31,16 +31,14 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
-from psycopg import AsyncConnection
-
 from lgos.core.errors import is_transient_database_error
+from lgos.integrations.postgres.pool import accepts_connections
 
 logger = logging.getLogger("lgos.postgres")
 
 # The pool stops retrying a lost connection after this long: the watch's probe takes over.
 POOL_RECONNECT_SECONDS = 1.0
 PROBE_SECONDS = 0.2
-PROBE_CONNECT_TIMEOUT_SECONDS = 2
 SUMMARY_SECONDS = 10.0
 
 # What a lost connection looks like in the records of the libraries under LGOS, which log the
@@ -160,16 +158,7 @@ class DatabaseWatch:
             self._noticed.clear()
 
     async def _probe(self) -> bool:
-        try:
-            conn = await AsyncConnection.connect(
-                self.uri, connect_timeout=PROBE_CONNECT_TIMEOUT_SECONDS, autocommit=True
-            )
-        except Exception:
-            # Refused, starting up, or even refusing us (a password changed meanwhile): not
-            # back for this process, and the watch must go on either way.
-            return False
-        await conn.close()
-        return True
+        return await accepts_connections(self.uri)
 
 
 class OutageLogFilter(logging.Filter):

@@ -1,24 +1,30 @@
-"""The connection pool every PostgreSQL-backed part of a process shares, and the check that
-keeps a database restart from failing the requests and runs that draw its dead connections."""
+"""The connection pool every PostgreSQL-backed part of a process shares, the check that keeps
+a database restart from failing the requests and runs that draw its dead connections, and the
+rule that tells a busy pool from an unreachable database."""
 
 from __future__ import annotations
 
 import asyncio
 import select
+import time
 from collections.abc import Callable
 from typing import Any
 
 from psycopg import AsyncConnection, pq
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
 
 
 # psycopg_pool's own default: how long it retries a lost connection before giving it up.
 PSYCOPG_RECONNECT_SECONDS = 300.0
-# How long a request waits for a connection by default before it answers 503.
+# How long a request waits for a connection by default before it asks whether the database
+# answers (and answers 503 when it does not).
 DEFAULT_WAIT_SECONDS = 5.0
+# How long one answer to "does the database accept a connection?" serves every waiter.
+REACHABLE_FRESH_SECONDS = 1.0
+CONNECT_TIMEOUT_SECONDS = 2
 
 
 def new_pool(
@@ -31,14 +37,16 @@ def new_pool(
 ) -> Pool:
     """A pool of `size` connections (not yet open) as LangGraph's saver and store expect them.
 
-    A checkout waits at most `wait_seconds` (then `PoolTimeout`: the request answers 503). A
-    lost connection is retried for `reconnect_seconds`, then given up and `on_reconnect_failed`
-    called. `open_postgres` gives up after a second and lets its outage watch refill the pool
-    once the database is back (`outage`), instead of the pool's growing back-off waiting it
-    out.
+    A checkout that waited `wait_seconds` asks whether the database accepts a connection: if it
+    does, the pool is only busy and the checkout waits again; if not, `PoolTimeout` (the
+    request answers 503). A lost connection is retried for `reconnect_seconds`, then given up
+    and `on_reconnect_failed` called. `open_postgres` gives up after a second and lets its
+    outage watch refill the pool once the database is back (`outage`), instead of the pool's
+    growing back-off waiting it out.
     """
     idle_check = _IdleCheck()
-    pool: Pool = AsyncConnectionPool(
+    pool: Pool = _PatientPool(
+        _Reachable(uri),
         uri,
         min_size=size,
         max_size=size,
@@ -54,6 +62,58 @@ def new_pool(
         reconnect_failed=None if on_reconnect_failed is None else _ignore_pool(on_reconnect_failed),
     )
     return pool
+
+
+class _PatientPool(AsyncConnectionPool[AsyncConnection[DictRow]]):
+    """Waits for a connection for as long as the database answers: a pool whose connections
+    are all in use is busy, not down. Only a wait that ends with the database out of reach is
+    a `PoolTimeout`."""
+
+    def __init__(self, reachable: _Reachable, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._reachable = reachable
+
+    # psycopg_pool's own signature (its `connection()` calls it), hence the `timeout` argument.
+    async def getconn(self, timeout: float | None = None) -> AsyncConnection[DictRow]:  # noqa: ASYNC109
+        while True:
+            try:
+                return await super().getconn(timeout)
+            except PoolTimeout:
+                if not await self._reachable():
+                    raise
+
+
+class _Reachable:
+    """Whether the database accepts a connection now: one attempt at a time, its answer shared
+    by every waiter for `REACHABLE_FRESH_SECONDS` (a hundred waiting requests cost one
+    connection attempt, not a hundred)."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self._lock = asyncio.Lock()
+        self._answer = False
+        self._asked_at = -REACHABLE_FRESH_SECONDS
+
+    async def __call__(self) -> bool:
+        async with self._lock:
+            if time.monotonic() - self._asked_at >= REACHABLE_FRESH_SECONDS:
+                self._answer = await accepts_connections(self.uri)
+                self._asked_at = time.monotonic()
+            return self._answer
+
+
+async def accepts_connections(uri: str) -> bool:
+    """Whether one new connection to `uri` succeeds now (closed at once)."""
+    try:
+        conn = await AsyncConnection.connect(
+            uri, connect_timeout=CONNECT_TIMEOUT_SECONDS, autocommit=True
+        )
+    except Exception:
+        # Refused, starting up, out of connection slots, or even refusing us (a password
+        # changed meanwhile): not reachable for this process, whatever the cause.
+        return False
+    await conn.close()
+    return True
 
 
 def _ignore_pool(callback: Callable[[], None]) -> Callable[[Pool], None]:

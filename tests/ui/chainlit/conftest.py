@@ -213,8 +213,7 @@ class ChainlitApp:
             "DATABASE_URL": database_url,
             # Fixed for the session so a login survives a restart of the app.
             "CHAINLIT_AUTH_SECRET": secrets.token_urlsafe(48),
-            "LGOS_CHAINLIT_USER": "demo",
-            "LGOS_CHAINLIT_PASSWORD": "demo",
+            "LGOS_CHAINLIT_USERS": "demo:demo",
             # How an outage message names the server and its fix (demo/justfile names the
             # gateway and `just demo/litellm`; these tests talk to the API itself).
             "LGOS_UPSTREAM_NAME": "the LGOS API",

@@ -227,6 +227,7 @@ def test_a_review_is_one_card_with_no_bubbles_around_it_and_no_message_actions(
     # question, no copy or thumbs buttons under it; and no second status line.
     holder = chat.page.locator("div.step").filter(has=card).last
     summary = re.compile(r"^(Waiting for your review|Review answered): ", re.I)
+    status = chat.page.locator("div.step").filter(has_text=re.compile(r"^Background run:"))
 
     def one_card() -> None:
         expect(chat.page.locator("[id^='review-']")).to_have_count(1)
@@ -235,8 +236,9 @@ def test_a_review_is_one_card_with_no_bubbles_around_it_and_no_message_actions(
         assert holder.inner_text().strip() == card.inner_text().strip()
         expect(chat.page.get_by_text(summary)).to_have_count(0)
         if background:
-            # One status line, right above the card.
+            # One status line, right above the card, with no buttons under it either.
             expect(chat.page.get_by_text(re.compile(r"^Background run:"))).to_have_count(1)
+            expect(status.last.locator("button")).to_have_count(0)
 
     one_card()
     chat.answer_review("Approve")

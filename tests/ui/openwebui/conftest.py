@@ -17,6 +17,7 @@ import os
 import secrets
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -282,18 +283,26 @@ def admin_token(openwebui_url: str) -> str:
 
 
 @pytest.fixture
-def user_valves(openwebui_url: str, admin_token: str) -> Any:
-    """Set the Pipe's user valves (what a user sets under Controls > Valves) for one test."""
+def chat_with_settings(openwebui_url: str, admin_token: str) -> Any:
+    """A new, empty chat with a graph whose settings were saved through Open WebUI's chat API,
+    which keeps any value (the settings dialog refuses what the graph does not allow): the
+    URL of its page."""
 
-    def set_valves(function: str = "lgos", **values: Any) -> None:
-        http_json(
-            "POST",
-            f"{openwebui_url}/api/v1/functions/id/{function}/valves/user/update",
-            {"run_in_background": None, **values},
-            admin_token,
-        )
+    def create(model: str, **values: Any) -> str:
+        chat = {
+            "title": "New Chat",
+            "models": [model],
+            "params": {},
+            "history": {"messages": {}, "currentId": None},
+            "messages": [],
+            "tags": [],
+            "timestamp": int(time.time() * 1000),
+        }
+        body = {"chat": chat, "variables": values}
+        created = http_json("POST", f"{openwebui_url}/api/v1/chats/new", body, admin_token)
+        return f"{openwebui_url}/c/{created['id']}"
 
-    return set_valves
+    return create
 
 
 @pytest.fixture(scope="session")

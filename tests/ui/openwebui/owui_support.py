@@ -6,16 +6,16 @@ test folder of the repository uses.
 
 from __future__ import annotations
 
-import json
 import os
-import urllib.request
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
-from tests.support.processes import LGOS, Process, free_port
+from tests.support.openwebui_page import http_json as http_json
+from tests.support.processes import LGOS, Process, answering, free_port
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -34,27 +34,23 @@ class Gateway:
     key: str
 
 
-def http_json(method: str, url: str, body: Any = None, token: str | None = None) -> Any:
-    request = urllib.request.Request(
-        url, data=None if body is None else json.dumps(body).encode(), method=method
-    )
-    request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read().decode() or "null")
+def stored_chat(url: str, token: str, page: Page) -> dict[str, Any]:
+    """The chat of the page as Open WebUI stored it."""
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+"))
+    chat_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    return dict(http_json("GET", f"{url}/api/v1/chats/{chat_id}", token=token)["chat"])
+
+
+def last_message(url: str, token: str, page: Page) -> dict[str, Any]:
+    """The chat's last message as Open WebUI stored it (content, status history)."""
+    chat = stored_chat(url, token, page)
+    return dict(chat["history"]["messages"][chat["history"]["currentId"]])
 
 
 def start(command: list[str], log: Path, env: dict[str, str], ready_url: str) -> Process:
     """Start `command` in a process group of its own (run.sh execs Open WebUI, so teardown
     stops the whole group) and wait until `ready_url` answers 200."""
-    process = Process(command, env=env, cwd=REPO, log=log, own_group=True)
-    try:
-        process.wait_http(ready_url, timeout=START_DEADLINE)
-    except BaseException:
-        process.stop(grace=20)
-        raise
-    return process
+    return answering(command, env, log, ready_url, START_DEADLINE)
 
 
 def screenshot(page: Page, flow: str) -> None:

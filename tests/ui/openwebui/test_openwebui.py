@@ -13,17 +13,31 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from owui_support import Gateway, IdleStack, OpenWebUI, http_json, pdf_with_text, screenshot
+from owui_support import (
+    Gateway,
+    IdleStack,
+    OpenWebUI,
+    http_json,
+    last_message,
+    pdf_with_text,
+    screenshot,
+    stored_chat,
+)
 from playwright.sync_api import Page, expect
 
 from tests.support.media import png
 from tests.support.openwebui_page import (
+    BACKGROUND,
+    DELAY,
+    change_settings,
     expect_finished,
     last_answer,
     load,
     open_chat,
     review_card,
     send,
+    setting,
+    settings_dialog,
     status_line,
 )
 
@@ -56,18 +70,6 @@ def assert_cancelled(url: str, key: str | None = None) -> None:
             break
         time.sleep(0.2)
     assert status == "cancelled"
-
-
-def stored_chat(url: str, token: str, page: Page) -> dict[str, Any]:
-    """The chat of the page as Open WebUI stored it."""
-    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+"))
-    chat_id = page.url.rstrip("/").rsplit("/", 1)[-1]
-    return dict(http_json("GET", f"{url}/api/v1/chats/{chat_id}", token=token)["chat"])
-
-
-def last_message(url: str, token: str, page: Page) -> dict[str, Any]:
-    chat = stored_chat(url, token, page)
-    return dict(chat["history"]["messages"][chat["history"]["currentId"]])
 
 
 def chat_content(url: str, token: str, page: Page) -> str:
@@ -124,10 +126,7 @@ def test_a_page_load_shows_no_login_toast(page: Page, openwebui_url: str) -> Non
     assert not any("logged in" in text for text in later), (first, later)
 
 
-def test_simple_graph_streams_answer(
-    page: Page, openwebui_url: str, user_valves: Any, timings: Any
-) -> None:
-    user_valves()
+def test_simple_graph_streams_answer(page: Page, openwebui_url: str, timings: Any) -> None:
     open_chat(page, openwebui_url, "lgos.simple-graph")
     started = time.monotonic()
     send(page, "Hello from the browser")
@@ -140,24 +139,16 @@ def test_simple_graph_streams_answer(
     screenshot(page, "simple-graph")
 
 
-def test_enum_setting_is_a_select_that_reaches_the_graph(
-    page: Page, openwebui_url: str, user_valves: Any
-) -> None:
-    user_valves()
+def test_enum_setting_is_a_select_that_reaches_the_graph(page: Page, openwebui_url: str) -> None:
     open_chat(page, openwebui_url, "lgos.simple-graph")
-    # Controls a user has in the chat: the model's Valves dialog, one row per graph setting.
-    page.locator("#model-valves-button").click()
-    dialog = page.get_by_role("dialog")
-    audience = dialog.get_by_text("Audience", exact=True).locator("xpath=../..")
-    audience.get_by_role("button", name="Default").click()  # switch to a custom value
+    # Settings a user has in the chat: the graph's own, in the Chat Variables dialog.
+    dialog = settings_dialog(page)
     # An enum is a select over the graph's values: "pirate" cannot even be typed.
-    select = audience.get_by_role("combobox")
-    expect(select.locator("option")).to_have_text(["general", "expert", "child"])
+    select = setting(dialog, "Audience")
+    expect(select.locator("option:not([disabled])")).to_have_text(["general", "expert", "child"])
     select.select_option("expert")
-    screenshot(page, "valves")
+    screenshot(page, "settings-dialog")
     dialog.get_by_role("button", name="Save").click()
-    expect(page.get_by_text("Valves updated successfully")).to_be_visible()
-    dialog.get_by_role("button", name="Close").click()
     expect(dialog).to_be_hidden()
 
     send(page, "What is a graph?")
@@ -169,18 +160,18 @@ def test_enum_setting_is_a_select_that_reaches_the_graph(
 
 
 def test_out_of_range_setting_is_explained_with_the_allowed_values(
-    page: Page, openwebui_url: str, user_valves: Any
+    page: Page, chat_with_settings: Any
 ) -> None:
-    # What a user can save in the Valves dialog: a number outside the graph's range.
-    user_valves(delay_seconds=999)
-    open_chat(page, openwebui_url, "lgos.background-mock")
+    # What the settings dialog refuses but Open WebUI's chat API keeps: a number outside the
+    # graph's range.
+    load(page, chat_with_settings("lgos.background-mock", delay_seconds=999))
     send(page, "Too slow")
     answer = last_answer(page)
     # LGOS's own message, not a gateway's JSON, and where to fix it with what is allowed.
     expect(answer).to_contain_text("delay_seconds")
     expect(answer).to_contain_text("300")
     expect(answer).to_contain_text("LGOS refused the request")
-    expect(answer).to_contain_text("Controls → Valves")
+    expect(answer).to_contain_text("Chat Variables")
     expect(answer).to_contain_text("delay_seconds: 0 to 300")
     expect(answer).not_to_contain_text("{")
     expect_finished(page)
@@ -190,17 +181,16 @@ def test_out_of_range_setting_is_explained_with_the_allowed_values(
 
 
 def test_letters_in_a_number_setting_are_named_with_the_range_and_nothing_runs(
-    page: Page, openwebui_url: str, user_valves: Any
+    page: Page, chat_with_settings: Any
 ) -> None:
-    # What a user can save in the Valves dialog's text box for a number: letters. Kept as
-    # typed (the dialog shows what is saved), never replaced by the old value in silence.
-    user_valves(delay_seconds="abc")
-    open_chat(page, openwebui_url, "lgos.background-mock")
+    # What the settings dialog's number input refuses but Open WebUI's chat API keeps:
+    # letters. Named as saved, never replaced by the default in silence.
+    load(page, chat_with_settings("lgos.background-mock", delay_seconds="abc"))
     send(page, "Letters")
     answer = last_answer(page)
     expect(answer).to_contain_text("Delay Seconds is 'abc', not a whole number.")
     expect(answer).to_contain_text("delay_seconds: 0 to 300")
-    expect(answer).to_contain_text("Controls → Valves")
+    expect(answer).to_contain_text("Chat Variables")
     expect(answer).not_to_contain_text("Background report for")
     expect_finished(page)
 
@@ -210,10 +200,10 @@ def test_letters_in_a_number_setting_are_named_with_the_range_and_nothing_runs(
     [("Approve", f"Background report for: {TOPIC}"), ("Reject", "was rejected")],
 )
 def test_background_review_card(
-    page: Page, openwebui_url: str, user_valves: Any, choice: str, outcome: str, timings: Any
+    page: Page, openwebui_url: str, choice: str, outcome: str, timings: Any
 ) -> None:
-    user_valves(run_in_background=True, delay_seconds=0)
     open_chat(page, openwebui_url, "lgos.background-interrupt")
+    change_settings(page, {BACKGROUND: "on", DELAY: "0"})
     started = time.monotonic()
     send(page, TOPIC)
 
@@ -248,9 +238,8 @@ def test_background_review_card(
     screenshot(page, f"review-{choice.lower()}")
 
 
-def test_review_card_takes_free_text(page: Page, openwebui_url: str, user_valves: Any) -> None:
+def test_review_card_takes_free_text(page: Page, openwebui_url: str) -> None:
     # interruptible-approval also takes free text: the card has an "Other" answer.
-    user_valves()
     open_chat(page, openwebui_url, "lgos.interruptible-approval")
     send(page, "Refund order 42")
 
@@ -268,10 +257,7 @@ def test_review_card_takes_free_text(page: Page, openwebui_url: str, user_valves
     expect_finished(page)
 
 
-def test_dismissing_the_card_leaves_the_review_pending(
-    page: Page, openwebui_url: str, user_valves: Any
-) -> None:
-    user_valves()
+def test_dismissing_the_card_leaves_the_review_pending(page: Page, openwebui_url: str) -> None:
     open_chat(page, openwebui_url, "lgos.interruptible-approval")
     send(page, "Dismissed plan")
     card = review_card(page)
@@ -295,10 +281,10 @@ def test_dismissing_the_card_leaves_the_review_pending(
 
 
 def test_refused_answer_shows_the_graph_message_and_asks_again(
-    page: Page, openwebui_url: str, user_valves: Any
+    page: Page, openwebui_url: str
 ) -> None:
-    user_valves(run_in_background=True, delay_seconds=0)
     open_chat(page, openwebui_url, "lgos.background-interrupt")
+    change_settings(page, {BACKGROUND: "on", DELAY: "0"})
     send(page, "Typo check")
     review_card(page).get_by_role("button", name="Cancel").click()
     expect(last_answer(page)).to_contain_text("Waiting for your review")
@@ -326,12 +312,11 @@ def test_stop_cancels_background_run(
     admin_token: str,
     lgos_url: str,
     lgos_key: str | None,
-    user_valves: Any,
     timings: Any,
 ) -> None:
     # Five minutes: the run can only end early if Stop cancels it.
-    user_valves(run_in_background=True, delay_seconds=300)
     open_chat(page, openwebui_url, "lgos.background-mock")
+    change_settings(page, {BACKGROUND: "on", DELAY: "300"})
     send(page, "A long report")
 
     # The step the graph reports is on the status line.
@@ -358,11 +343,11 @@ def test_stop_cancels_background_run(
 
 
 def test_a_stopped_worker_is_named_with_the_command_that_starts_one(
-    page: Page, openwebui_url: str, idle_stack: IdleStack, user_valves: Any
+    page: Page, openwebui_url: str, idle_stack: IdleStack
 ) -> None:
-    user_valves("lgos_idle", run_in_background=True, delay_seconds=0)
     idle_stack.start_worker()
     open_chat(page, openwebui_url, "lgos_idle.background-mock")
+    change_settings(page, {BACKGROUND: "on", DELAY: "0"})
     send(page, "While the worker runs")
     expect(last_answer(page)).to_contain_text("Background report for: While the worker runs")
     expect_finished(page)
@@ -386,10 +371,10 @@ def test_a_stopped_worker_is_named_with_the_command_that_starts_one(
 
 
 def test_deep_research_chip_n_names_document_n(
-    page: Page, openwebui_url: str, admin_token: str, user_valves: Any, timings: Any
+    page: Page, openwebui_url: str, admin_token: str, timings: Any
 ) -> None:
-    user_valves(run_in_background=True, depth="quick")
     open_chat(page, openwebui_url, "lgos.deep-research")
+    change_settings(page, {BACKGROUND: "on", "Depth": "quick"})
     send(page, "Sea kites")
 
     card = review_card(page)
@@ -434,12 +419,12 @@ def test_deep_research_chip_n_names_document_n(
 
 
 def test_review_through_the_litellm_gateway(
-    page: Page, openwebui_url: str, gateway: Gateway, user_valves: Any
+    page: Page, openwebui_url: str, gateway: Gateway
 ) -> None:
     # Same flow as above, with the Pipe's base URL and key pointing at LiteLLM: the gateway
     # passes background creates, streams and the review answer through to LGOS.
-    user_valves(gateway.function, run_in_background=True, delay_seconds=0)
     open_chat(page, openwebui_url, f"{gateway.function}.background-interrupt")
+    change_settings(page, {BACKGROUND: "on", DELAY: "0"})
     send(page, TOPIC)
 
     card = review_card(page)
@@ -453,10 +438,9 @@ def test_review_through_the_litellm_gateway(
 
 
 def test_gateway_errors_show_the_lgos_message(
-    page: Page, openwebui_url: str, gateway: Gateway, user_valves: Any
+    page: Page, gateway: Gateway, chat_with_settings: Any
 ) -> None:
-    user_valves(gateway.function, delay_seconds=999)
-    open_chat(page, openwebui_url, f"{gateway.function}.background-mock")
+    load(page, chat_with_settings(f"{gateway.function}.background-mock", delay_seconds=999))
     send(page, "Too slow through the gateway")
     answer = last_answer(page)
     expect(answer).to_contain_text("delay_seconds")
@@ -466,10 +450,10 @@ def test_gateway_errors_show_the_lgos_message(
 
 
 def test_stop_through_the_litellm_gateway(
-    page: Page, openwebui_url: str, admin_token: str, gateway: Gateway, user_valves: Any
+    page: Page, openwebui_url: str, admin_token: str, gateway: Gateway
 ) -> None:
-    user_valves(gateway.function, run_in_background=True, delay_seconds=300)
     open_chat(page, openwebui_url, f"{gateway.function}.background-mock")
+    change_settings(page, {BACKGROUND: "on", DELAY: "300"})
     send(page, "A long report through the gateway")
 
     response_id = background_response_id(page, openwebui_url, admin_token)
@@ -501,9 +485,8 @@ def test_lgos_down_behind_the_gateway_is_named_with_the_command_that_starts_it(
 
 
 def test_text_typed_while_the_card_is_open_answers_the_review(
-    page: Page, openwebui_url: str, admin_token: str, user_valves: Any
+    page: Page, openwebui_url: str, admin_token: str
 ) -> None:
-    user_valves()
     open_chat(page, openwebui_url, "lgos.interruptible-approval")
     send(page, "Typed while open")
     expect(review_card(page)).to_contain_text("Approve publishing 'Typed while open'?")
@@ -527,10 +510,7 @@ def test_text_typed_while_the_card_is_open_answers_the_review(
     expect(page.get_by_text("Approve publishing 'approve'?")).to_have_count(0)
 
 
-def test_answer_now_brings_the_card_back_after_cancel(
-    page: Page, openwebui_url: str, user_valves: Any
-) -> None:
-    user_valves()
+def test_answer_now_brings_the_card_back_after_cancel(page: Page, openwebui_url: str) -> None:
     open_chat(page, openwebui_url, "lgos.interruptible-approval")
     send(page, "Answer me later")
     review_card(page).get_by_role("button", name="Cancel").click()
@@ -562,9 +542,8 @@ def short_card_timeout(openwebui_url: str, admin_token: str) -> Iterator[None]:
 
 
 def test_answer_now_brings_the_card_back_after_it_timed_out(
-    page: Page, openwebui_url: str, user_valves: Any, short_card_timeout: None
+    page: Page, openwebui_url: str, short_card_timeout: None
 ) -> None:
-    user_valves()
     open_chat(page, openwebui_url, "lgos.interruptible-approval")
     send(page, "Nobody answers")
     expect(review_card(page)).to_contain_text("Approve publishing 'Nobody answers'?")
@@ -588,9 +567,8 @@ def test_answer_now_brings_the_card_back_after_it_timed_out(
 
 
 def test_always_approve_answers_the_next_question_of_its_kind(
-    page: Page, openwebui_url: str, user_valves: Any
+    page: Page, openwebui_url: str
 ) -> None:
-    user_valves()
     open_chat(page, openwebui_url, "lgos.interruptible-approval")
     send(page, "First plan")
     card = review_card(page)
@@ -607,10 +585,7 @@ def test_always_approve_answers_the_next_question_of_its_kind(
     expect(review_card(page)).to_have_count(0)
 
 
-def test_the_sidebar_marks_the_chats_with_a_review_waiting(
-    page: Page, openwebui_url: str, user_valves: Any
-) -> None:
-    user_valves()
+def test_the_sidebar_marks_the_chats_with_a_review_waiting(page: Page, openwebui_url: str) -> None:
     open_chat(page, openwebui_url, "lgos.interruptible-approval")
     send(page, "Sidebar plan")
     review_card(page).get_by_role("button", name="Cancel").click()
@@ -632,12 +607,9 @@ def test_the_sidebar_marks_the_chats_with_a_review_waiting(
     expect(page.get_by_text(re.compile("Review waiting · Sidebar plan"))).to_have_count(0)
 
 
-def test_a_waiting_review_survives_an_openwebui_restart(
-    page: Page, openwebui: OpenWebUI, user_valves: Any
-) -> None:
+def test_a_waiting_review_survives_an_openwebui_restart(page: Page, openwebui: OpenWebUI) -> None:
     # Last in this file: the restart keeps the port and the data, so later tests would be fine,
     # but the tests above need not wait for it.
-    user_valves()
     open_chat(page, openwebui.url, "lgos.interruptible-approval")
     send(page, "Plan across a restart")
     expect(review_card(page)).to_be_visible()
@@ -683,9 +655,8 @@ def attach(page: Page, *files: tuple[str, str, bytes]) -> None:
 
 
 def test_an_attached_image_and_pdf_reach_the_graph_as_blocks(
-    page: Page, openwebui_url: str, admin_token: str, user_valves: Any
+    page: Page, openwebui_url: str, admin_token: str
 ) -> None:
-    user_valves()
     image, document = png(WIDTH, HEIGHT), pdf_with_text("Quarterly brief")
     open_chat(page, openwebui_url, "lgos.everything-agent")
     attach(page, ("chart.png", "image/png", image), ("brief.pdf", "application/pdf", document))

@@ -120,20 +120,59 @@ def test_commentary_is_not_part_of_the_answer() -> None:
     assert pipe.interrupt_calls(response) == [review]
 
 
-def test_sync_writes_one_optional_valve_per_setting() -> None:
-    source = sync.render_pipe([{"id": "g", "lgos": {"client_settings": SETTINGS}}])
-    namespace: dict[str, Any] = {}
-    exec(compile(source, "lgos_pipe.py", "exec"), namespace)
-    valves = namespace["Pipe"].UserValves
-    assert set(valves.model_fields) == {"run_in_background", "audience", "delay_seconds"}
-    assert valves().delay_seconds is None  # unset: the graph's default applies
-    assert valves(delay_seconds=0).delay_seconds == 0
-    # Saving an out-of-range value works (LGOS explains it on the next run, with the range)...
-    assert valves(delay_seconds=999).delay_seconds == 999
-    schema = valves.model_json_schema()["properties"]
-    assert "Allowed: 0 to 300" in schema["delay_seconds"]["description"]
-    # ...and an enum is a select: Open WebUI draws one for a top-level `enum`.
-    assert schema["audience"]["enum"] == ["general", "expert"]
+def test_sync_declares_each_graphs_settings_as_chat_variables_of_its_model() -> None:
+    graph = {"client_settings": SETTINGS, "features": ["background"]}
+    prompt = sync.settings_prompt({"id": "g", "lgos": {**graph, "background_by_default": True}})
+    lines = prompt.splitlines()
+    # Between the markers the Pipe removes, one chat variable per setting, in Open WebUI's
+    # syntax: a switch and an enum are selects, a number has the graph's bounds and default.
+    assert lines[0] == sync.SETTINGS_BEGIN == pipe.SETTINGS_BEGIN
+    assert lines[-1] == sync.SETTINGS_END == pipe.SETTINGS_END
+    assert lines[1].startswith("run_in_background: {{chat.variables.run_in_background|select:")
+    assert 'options=["on", "off"]:default="on"' in lines[1]
+    assert 'audience|select:label="Audience":options=["general", "expert"]' in lines[2]
+    assert 'default="general"' in lines[2]
+    assert "delay_seconds|number:" in lines[3]
+    assert ":min=0:max=300:step=1:default=5:" in lines[3]
+    assert 'label="Delay Seconds (0 to 300)"' in lines[3]
+    # The graph's own choice of background is the default, per graph.
+    plain = sync.settings_prompt({"id": "p", "lgos": graph})
+    assert 'options=["on", "off"]:default="off"' in plain.splitlines()[1]
+    # No background feature, no switch; no settings at all, no prompt.
+    assert "run_in_background" not in sync.settings_prompt(
+        {"id": "s", "lgos": {"client_settings": SETTINGS}}
+    )
+    assert sync.settings_prompt({"id": "n", "lgos": {"features": []}}) == ""
+
+
+def test_the_graph_never_sees_the_settings_lines() -> None:
+    prompt = sync.settings_prompt({"id": "g", "lgos": {"client_settings": SETTINGS}})
+    # Open WebUI puts the model's prompt before the user's own system prompt, if any.
+    messages = [
+        {"role": "system", "content": prompt.replace("{{", "").replace("}}", "")},
+        {"role": "user", "content": "Hi"},
+    ]
+    assert pipe.to_input(messages) == [{"role": "user", "content": "Hi"}]
+    messages[0]["content"] += "\nBe brief."
+    assert pipe.to_input(messages)[0] == {"role": "system", "content": "Be brief."}
+
+
+def test_the_chats_settings_become_the_graphs_values() -> None:
+    switch = {"type": "boolean", "title": "Enthusiastic"}
+    schema = {**SETTINGS["json_schema"], "properties": {**SETTINGS["json_schema"]["properties"]}}
+    schema["properties"]["enthusiastic"] = switch
+    settings = {"json_schema": schema, "defaults": {**SETTINGS["defaults"], "enthusiastic": False}}
+    # What the dialog saves: text for selects and a number's default, numbers once edited.
+    saved = {"audience": "expert", "delay_seconds": "5", "enthusiastic": "on"}
+    assert pipe.changed_settings(saved, settings) == {"audience": "expert", "enthusiastic": True}
+    assert pipe.changed_settings({"delay_seconds": 0, "audience": ""}, settings) == {
+        "delay_seconds": 0
+    }
+    # A value the dialog would have refused (set through the API) is named, never replaced.
+    with pytest.raises(pipe.SettingError, match="Delay Seconds is 'abc', not a whole number"):
+        pipe.changed_settings({"delay_seconds": "abc"}, settings)
+    with pytest.raises(pipe.SettingError, match="Enthusiastic is 'maybe', not on or off"):
+        pipe.changed_settings({"enthusiastic": "maybe"}, settings)
 
 
 def test_sources_follow_the_report_numbers() -> None:
@@ -286,6 +325,23 @@ def test_sync_again_keeps_function_and_models(
     assert all(name.startswith("LGOS: ") for name in names), names
     described = next(m for m in models if m["id"] == "lgos.background-interrupt")
     assert "interrupts" in json.dumps(described["info"]["meta"]["description"])
+    # Open WebUI reads each model's settings from its prompt: only that graph's, typed.
+    fields = {
+        model["id"]: {
+            field["key"]: field
+            for field in ((model["info"]["meta"].get("chat_variables_schema") or {}).get("fields"))
+            or []
+        }
+        for model in models
+    }
+    assert set(fields["lgos.background-mock"]) == {"run_in_background", "delay_seconds"}
+    delay = fields["lgos.background-mock"]["delay_seconds"]
+    shown = (delay["type"], delay["min"], delay["max"], delay["default"])
+    assert shown == ("number", "0", "300", "5")
+    assert fields["lgos.background-mock"]["run_in_background"]["default"] == "on"
+    assert fields["lgos.background-interrupt"]["run_in_background"]["default"] == "off"
+    assert set(fields["lgos.simple-graph"]) == {"audience", "enthusiastic"}
+    assert fields["lgos.multi-node-streaming"] == {}
 
 
 @pytest.mark.timeout(300, func_only=True)
