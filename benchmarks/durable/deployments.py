@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,10 +45,12 @@ def stop_children_on_sigterm() -> None:
 
 
 class Process:
-    def __init__(self, args: list[str], env: dict[str, str], program: str = LGOS) -> None:
+    def __init__(
+        self, args: list[str], env: dict[str, str], program: str = LGOS, cwd: Path = REPO
+    ) -> None:
         self.popen = subprocess.Popen(
             [program, *args],
-            cwd=REPO,
+            cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -156,12 +158,17 @@ class Deployment:
 
 def cpu_seconds(processes: list[Process]) -> float:
     """User + system CPU of these processes and their children (Hatchet's worker forks)."""
+    return tree_cpu_seconds(process.popen.pid for process in processes)
+
+
+def tree_cpu_seconds(pids: Iterable[int]) -> float:
+    """User + system CPU of the processes with these ids and their children."""
     import psutil  # a harness tool (benchmarks/requirements.txt), needed only to measure CPU
 
     total = 0.0
-    for process in processes:
+    for pid in pids:
         try:
-            root = psutil.Process(process.popen.pid)
+            root = psutil.Process(pid)
             for one in (root, *root.children(recursive=True)):
                 times = one.cpu_times()
                 total += times.user + times.system

@@ -199,9 +199,10 @@ class BackgroundBackend(Protocol):
 
     @property
     def results_in_log(self) -> bool:
-        """Whether workers also log the final Response of every run that did not stream,
-        before the engine records it: polls then read the end from the log, for an engine
-        whose own view of a run's end lags. Meaningful only with `events`."""
+        """Whether polls should read a run's end, and its start, from the log first and ask
+        the engine only now and then (`service.recent_runs`): for an engine whose own view of
+        a run lags, or costs it a query per poll, and whose workers log the end of every run,
+        streamed or not, before the engine records it. Meaningful only with `events`."""
         ...
 
     async def submit(self, job: BackgroundJob) -> BackgroundRun:
@@ -269,12 +270,14 @@ async def logged_end(
 ) -> Mapping[str, Any] | None:
     """The final Response in the log of a run its engine still reports unfinished, if any.
 
-    A worker logs a run's end before its engine records it: a streamed run's terminal event,
-    and on engines with `results_in_log` every run's. Polls, chained requests and
-    conversations read it, so they agree with a stream that already ended.
+    A worker logs a run's end before its engine records it: a streamed run's terminal event
+    on every engine, and every run's in `lgos worker` (where the end is logged before the
+    run lease is released, and before the run's webhooks are sent). Polls, chained requests
+    and conversations read it, so they agree with a stream that already ended, and a client
+    told of the end by a webhook finds it when it asks.
     """
     log = event_log(backend)
-    if run.terminal or log is None or not (run.job.stream or results_in_log(backend)):
+    if run.terminal or log is None:
         return None
     last = await log.last(run.id)
     if last is None or last.get("type") not in TERMINAL_EVENTS:

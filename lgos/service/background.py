@@ -8,13 +8,15 @@ The worker side (`lgos.background.executor`) runs the job through `service.respo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
 
 from opentelemetry import propagate
 
 from lgos.core import log_fields
 from lgos.core.background import (
     FINAL_RESPONSE_STATUSES,
+    FIRST_WORKER_SEQUENCE,
     TERMINAL_EVENT_FOR_STATUS,
     TERMINAL_EVENTS,
     BackgroundBackend,
@@ -31,6 +33,7 @@ from lgos.core.background import (
 from lgos.core.errors import IdempotencyKeyReusedError, InvalidRequestError, NotFoundError
 from lgos.core.registry import GraphFeature, GraphRegistry
 from lgos.service import responses
+from lgos.service.recent_runs import RecentRuns
 from lgos.service.stateful import StatefulResponses
 from lgos.wire import ids
 from lgos.wire.responses_decoder import DecodedResponsesRequest
@@ -38,7 +41,9 @@ from lgos.wire.responses_encoder import ResponseEcho, ResponsesStream, failure
 from lgos.wire.types.events import ResponseLifecycleEvent, StreamEvent, as_events
 from lgos.wire.types.responses import ResponseObject, as_response
 
-# While a tail waits for events, how often it asks the engine whether the run has ended.
+# While a tail waits for events, how often it asks the engine whether the run has ended; and
+# on an engine whose workers log every run's end, how often polls of a run ask it (the log
+# has every other end: see `RecentRuns`).
 STATUS_CHECK_SECONDS = 1.0
 
 
@@ -103,6 +108,8 @@ class BackgroundResponses:
         # in the store (None: background Responses stand alone).
         self.stateful = stateful
         self.events = event_log(backend)
+        # The engine's last word on the runs this process was polled about (`_poll_with_log`).
+        self.recent = RecentRuns(STATUS_CHECK_SECONDS)
 
     async def create(
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
@@ -166,6 +173,8 @@ class BackgroundResponses:
         if run.job.request_digest != job.request_digest or run.job.owner_scope != owner_scope:
             raise IdempotencyKeyReusedError()
         log_fields.add(response_id=response_id(run), run_id=run.job.run_id)
+        if results_in_log(self.backend):
+            self.recent.remember(run)  # its polls here need not ask the engine for the job
         # Index a new run only: a retry that found its run (another job) was indexed already.
         # Compared as JSON, the form in which an engine stores and returns the job.
         new = run.job.model_dump(mode="json") == job.model_dump(mode="json")
@@ -210,7 +219,24 @@ class BackgroundResponses:
             assert self.backend is not None
             await self.backend.cancel(run.id)
             run = await self.backend.get(run.id) or run
+            await self._log_cancel(run)
         return snapshot(run)
+
+    async def _log_cancel(self, run: BackgroundRun) -> None:
+        """On an engine whose polls read a run's end from the log, log a cancel's end too, so
+        a poll on any API instance shows it at once. Only when the log has no end: a worker
+        that ended the run first keeps its end (and a later one never replaces this one: the
+        log keeps the first event of each sequence number, and a worker's next is this)."""
+        log = self.events
+        if not results_in_log(self.backend) or log is None or run.status != "cancelled":
+            return
+        self.recent.remember(run)
+        last = await log.last(run.id)
+        if last is not None and last.get("type") in TERMINAL_EVENTS:
+            return
+        after = int(last["sequence_number"]) if last is not None else FIRST_WORKER_SEQUENCE - 1
+        # The event a stream of the run closes with (`_tail`), written once for every reader.
+        await log.append(run.id, [_closing_event(run, max(after + 1, FIRST_WORKER_SEQUENCE))])
 
     async def _polled(self, run: BackgroundRun) -> ResponseObject:
         """A poll shows what the stream ended with as soon as the stream ended: a worker
@@ -223,29 +249,55 @@ class BackgroundResponses:
     async def _poll_with_log(
         self, response_id: str, run_id: str, owner_scope: str
     ) -> ResponseObject:
-        """A poll on an engine whose workers log every run's end (Hatchet): whichever answers
-        first, the engine or the log. The engine's view of a run lags (Hatchet's REST view
-        shows a new run a second or more late, and the SDK's read of a run it does not show
-        yet retries for as long), while the log has the end as soon as the worker does. Only
-        for an id the store holds under the caller's owner, which proves the run is theirs.
+        """A poll on an engine whose workers log every run's end (Hatchet), for an id the
+        store holds under the caller's owner (which proves the run is theirs).
+
+        The log answers first: a run's end (a worker's, or a cancel's), and whether a worker
+        started it. The engine is read only for what the log cannot say (`RecentRuns`): the
+        first poll of a run this process did not create reads it, and the view is read again
+        in the background at most every `STATUS_CHECK_SECONDS`, for an end only the engine
+        knows. (Hatchet's REST view shows a new run a second or more late, and each read of
+        it costs the engine a query and the API a thread; polls used to read it every time.)
         """
         log = self.events
         assert log is not None  # results_in_log
+        last = await log.last(run_id)
+        if last is not None and last.get("type") in TERMINAL_EVENTS:
+            self.recent.forget(run_id)
+            return as_response(last["response"])
+        known = self.recent.get(run_id)
+        if known is None:
+            return await self._first_poll(response_id, run_id, owner_scope, last)
+        backend = self.backend
+        assert backend is not None
+        self.recent.read_again_if_old(run_id, lambda: backend.get(run_id))
+        return _as_logged(known, last)
+
+    async def _first_poll(
+        self, response_id: str, run_id: str, owner_scope: str, last: Mapping[str, Any] | None
+    ) -> ResponseObject:
+        """The first poll of a run in this process: whichever answers first, the engine or
+        the log (woken by its notification), as the engine's view of a new run lags."""
+        log = self.events
+        assert log is not None
         engine = asyncio.ensure_future(self._owned_run(response_id, owner_scope, indexed=True))
-        after = -1
         try:
-            while not engine.done():
-                last = await log.last(run_id)
+            while True:
                 if last is not None and last.get("type") in TERMINAL_EVENTS:
                     return as_response(last["response"])
-                if last is not None:
-                    after = int(last["sequence_number"])
+                if engine.done():
+                    break
+                after = int(last["sequence_number"]) if last is not None else -1
                 woken = asyncio.ensure_future(log.wait(run_id, after, STATUS_CHECK_SECONDS))
                 try:
                     await asyncio.wait({engine, woken}, return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     woken.cancel()
-            return await self._polled(engine.result())
+                if not engine.done():
+                    last = await log.last(run_id)
+            run = engine.result()
+            self.recent.remember(run)
+            return await self._polled(run)
         finally:
             # Answered by the log: the engine's read is not needed any more (and a failure it
             # had meanwhile is moot).
@@ -306,6 +358,15 @@ class BackgroundResponses:
                     return
                 next_check = loop.time() + STATUS_CHECK_SECONDS
             await log.wait(run.id, last, max(0.0, next_check - loop.time()))
+
+
+def _as_logged(run: BackgroundRun, last: Mapping[str, Any] | None) -> ResponseObject:
+    """The Response of a run whose log has no end, as the engine last saw it, or in progress
+    when a worker has logged its start since (`last`: the log's last event)."""
+    started = last is not None and int(last["sequence_number"]) >= FIRST_WORKER_SEQUENCE
+    if started and not run.terminal:
+        run = run.model_copy(update={"status": "in_progress"})
+    return snapshot(run)
 
 
 def _closing_event(run: BackgroundRun, sequence: int) -> ResponseLifecycleEvent:

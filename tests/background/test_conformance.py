@@ -170,6 +170,21 @@ async def test_cancel_running_stops_the_graph(deployment: Deployment) -> None:
     assert ("step_3", "started") not in [row[:2] for row in await deployment.steps(name)]
 
 
+async def test_a_cancel_shows_on_every_api_at_once(deployment: Deployment) -> None:
+    # The other API has seen the run in progress; its next poll after the cancel answered
+    # must not show that again (on Hatchet, polls read the log, where the cancel writes its end).
+    name = topic()
+    accepted = await deployment.sdk(0).responses.create(
+        model="gated-steps", input=name, background=True
+    )
+    await step_seen(deployment, name, "step_2", "started")
+    other = deployment.sdk(1)
+    assert (await other.responses.retrieve(accepted.id)).status == "in_progress"
+    assert (await deployment.sdk(0).responses.cancel(accepted.id)).status == "cancelled"
+    assert (await other.responses.retrieve(accepted.id)).status == "cancelled"
+    await deployment.open_gate(name)
+
+
 async def test_cancel_finished_returns_it_unchanged(deployment: Deployment) -> None:
     client = deployment.sdk()
     accepted = await client.responses.create(

@@ -23,7 +23,13 @@ from lgos import (
     InMemoryRunCoordinator,
 )
 from lgos.background.executor import execute_background_job
-from lgos.core.background import LEGACY_JOB_MESSAGE, BackgroundJob, BackgroundRun, LegacyJob
+from lgos.core.background import (
+    LEGACY_JOB_MESSAGE,
+    BackgroundJob,
+    BackgroundRun,
+    LegacyJob,
+    logged_end,
+)
 from lgos.core.event_log import InMemoryResponseEventLog
 from lgos.core.job import PreparedJob
 from lgos.integrations.dbos import DBOSBackgroundBackend
@@ -238,3 +244,27 @@ def test_every_engine_declares_what_it_supports() -> None:
         "dbos without a log": (False, False),
         "hatchet": (True, True),
     }
+
+
+async def test_an_end_in_the_log_is_the_end_on_every_durable_engine() -> None:
+    # `lgos worker` logs every run's end before its engine records it and before it sends the
+    # run's webhooks: a client told by a webhook (or a poll racing the engine) finds the end,
+    # on DBOS too, whose webhook used to arrive while its poll still said `in_progress`.
+    job = submitted(
+        {"model": "background-mock", "input": "Quarterly risks", "background": True},
+        job_worker.registry(),
+    )
+    log = InMemoryResponseEventLog()
+    engines: dict[str, BackgroundBackend] = {
+        "dbos": DBOSBackgroundBackend(SimpleNamespace(), log),  # type: ignore[arg-type]
+        "hatchet": HatchetBackgroundBackend(SimpleNamespace(), SimpleNamespace(), events=log),  # type: ignore[arg-type]
+    }
+    for name, engine in engines.items():
+        run = BackgroundRun(id=ids.new_hex(), job=job, status="in_progress")
+        ended = background.snapshot(run.model_copy(update={"status": "failed"}))
+        assert await logged_end(run, engine) is None, name
+        await log.append(
+            run.id, [{"type": "response.failed", "sequence_number": 3, "response": ended}]
+        )
+        assert await logged_end(run, engine) == ended, name
+        assert await logged_end(run.model_copy(update={"status": "cancelled"}), engine) is None

@@ -160,12 +160,12 @@ class RunsPort(Protocol):
 class HatchetBackgroundBackend:
     """`BackgroundBackend` over a Hatchet task (trigger) and `hatchet.runs` (read, cancel).
 
-    Its workers log every run's final Response (`lgos.background.executor`), which
-    polls read while the REST view still shows the run unfinished (`results_in_log`).
+    Its workers log every run's start and final Response (`lgos.background.executor`):
+    polls read those first and this engine's view now and then (`results_in_log`).
     """
 
-    # Capabilities (`BackgroundBackend`): it streams when given `events`, and the end of
-    # every run is in `events` before this engine reports it.
+    # Capabilities (`BackgroundBackend`): it streams when given `events`, and the start and
+    # end of every run are in `events` before this engine reports them.
     results_in_log = True
 
     def __init__(
