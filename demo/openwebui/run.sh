@@ -47,7 +47,10 @@ if [[ -n "${LGOS_MCP_URL:-}" ]]; then
     # LGOS_MCP_KEY: the API's key, when it takes none without one (`just demo/openwebui`).
     mcp_auth="none"
     [[ -n "${LGOS_MCP_KEY:-}" ]] && mcp_auth="bearer"
-    export TOOL_SERVER_CONNECTIONS="[{\"type\": \"mcp\", \"url\": \"$LGOS_MCP_URL\", \"path\": \"\", \"auth_type\": \"$mcp_auth\", \"key\": \"${LGOS_MCP_KEY:-}\", \"config\": {\"enable\": true}, \"info\": {\"id\": \"lgos\", \"name\": \"LGOS graphs\"}}]"
+    # x-lgos-user: Open WebUI fills {{USER_ID}} with the signed-in user on every tool call, so a
+    # tool call acts as the same owner as that user's chats through the gateway (the gateway
+    # names them by the same id): one user's MCP tasks stay out of another's reach.
+    export TOOL_SERVER_CONNECTIONS="[{\"type\": \"mcp\", \"url\": \"$LGOS_MCP_URL\", \"path\": \"\", \"auth_type\": \"$mcp_auth\", \"key\": \"${LGOS_MCP_KEY:-}\", \"headers\": {\"x-lgos-user\": \"{{USER_ID}}\"}, \"config\": {\"enable\": true}, \"info\": {\"id\": \"lgos\", \"name\": \"LGOS graphs\"}}]"
 fi
 
 # Read the settings from this environment on every start instead of freezing them in the

@@ -281,3 +281,14 @@ def test_litellm_gets_the_url_of_every_a2a_agent_its_config_lists() -> None:
     for variable in wanted:
         model = variable.removeprefix("LGOS_A2A_").removesuffix("_URL").replace("_", "-").lower()
         assert environment.get(variable) == f"http://api:8000/a2a/{model}", variable
+
+
+def test_openwebui_tool_calls_act_as_the_signed_in_user() -> None:
+    """Open WebUI reaches LGOS's /mcp directly with the gateway's key: without x-lgos-user every
+    user's tool calls would share the gateway's own owner. Open WebUI fills {{USER_ID}} on each
+    call (tests/ui/openwebui checks it does), the id the gateway names the user's chats by."""
+    services = services_config()
+    environment: dict[str, str] = services["openwebui"]["environment"]  # type: ignore[assignment]
+    servers = json.loads(environment["TOOL_SERVER_CONNECTIONS"])
+    lgos = next(server for server in servers if server["info"]["id"] == "lgos")
+    assert lgos["headers"] == {"x-lgos-user": "{{USER_ID}}"}

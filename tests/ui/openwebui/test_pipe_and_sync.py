@@ -5,13 +5,17 @@ The helpers are pure functions; the sync test talks to the real Open WebUI of th
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import importlib.util
 import json
 import subprocess
 import sys
+import threading
+import urllib.error
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from owui_support import OPENWEBUI_DIR, http_json
@@ -361,3 +365,48 @@ def test_openwebui_reaches_every_graph_as_an_mcp_tool(
     graphs = {model["id"] for model in http_json("GET", f"{lgos_url}/models")["data"]}
     assert graphs <= set(tools), graphs - set(tools)
     assert tools["simple-graph"]["parameters"]["type"] == "object"
+
+
+class _HeaderRecorder(http.server.BaseHTTPRequestHandler):
+    """Records the headers of every POST it gets (an MCP client's first request is one) and
+    answers 404: it is no MCP server."""
+
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def do_POST(self) -> None:
+        self.seen.append({name.lower(): value for name, value in self.headers.items()})
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: the test reads what it recorded."""
+
+
+@pytest.mark.timeout(120, func_only=True)
+def test_a_tool_call_names_the_signed_in_user_to_lgos(openwebui_url: str, admin_token: str) -> None:
+    # A tool call through the lgos tool server must act as the user who made it, as that user's
+    # chats do through the gateway (LiteLLM names them by their Open WebUI id): Open WebUI fills
+    # the connection's x-lgos-user from {{USER_ID}}. Its own connection check expands the
+    # headers the same way for the admin, so it is pointed at a server that records them.
+    servers = http_json("GET", f"{openwebui_url}/api/v1/configs/tool_servers", token=admin_token)
+    connection = next(c for c in servers["TOOL_SERVER_CONNECTIONS"] if c["info"]["id"] == "lgos")
+    assert connection["headers"] == {"x-lgos-user": "{{USER_ID}}"}
+    _HeaderRecorder.seen = []
+    recorder = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HeaderRecorder)
+    threading.Thread(target=recorder.serve_forever, daemon=True).start()
+    try:
+        probe = {**connection, "url": f"http://127.0.0.1:{recorder.server_port}/mcp"}
+        with contextlib.suppress(urllib.error.HTTPError):  # the recorder is no MCP server
+            http_json(
+                "POST",
+                f"{openwebui_url}/api/v1/configs/tool_servers/verify",
+                probe,
+                token=admin_token,
+            )
+    finally:
+        recorder.shutdown()
+        recorder.server_close()
+    admin = http_json("GET", f"{openwebui_url}/api/v1/auths/", token=admin_token)
+    assert _HeaderRecorder.seen, "Open WebUI never called the tool server"
+    assert {request.get("x-lgos-user") for request in _HeaderRecorder.seen} == {admin["id"]}
