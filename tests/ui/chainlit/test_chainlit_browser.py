@@ -269,7 +269,7 @@ def test_dismissing_a_review_leaves_it_pending(chat: Chat, screenshot_dir: Path)
     # What dismissing looks like on a page: Escape, a click elsewhere, leaving and coming back.
     chat.page.keyboard.press("Escape")
     chat.page.locator("#chat-input").click()
-    chat.page.reload()
+    chat.reload()
     card = chat.card()
     expect(card).to_have_attribute("data-state", "pending")
     expect(card.get_by_role("button", name="Approve", exact=True)).to_be_visible()
@@ -355,7 +355,7 @@ def test_a_new_chat_lists_the_reviews_waiting_elsewhere(chat: Chat, screenshot_d
     waiting_thread = chat.page.url
     # A new chat: the side panel lists the waiting review, and its link opens that chat at
     # its card, still pending.
-    chat.page.goto(chat.url)
+    chat.goto(chat.url)
     inbox = chat.page.get_by_text(re.compile(r"Waiting for your review \(\d+\)"))
     expect(inbox).to_be_visible()
     link = chat.page.locator("#side-view-content").get_by_role("link", name="Inbox item")
@@ -365,6 +365,7 @@ def test_a_new_chat_lists_the_reviews_waiting_elsewhere(chat: Chat, screenshot_d
         link.click()
     other = Chat(opened.value, chat.url)
     expect(other.page).to_have_url(waiting_thread)
+    other.wait_for_session()
     expect(other.card()).to_have_attribute("data-state", "pending")
     expect(other.card().locator("[data-role=question]")).to_have_text(
         "Approve publishing 'Inbox item'?"
@@ -492,7 +493,7 @@ def test_background_result_arrives_after_a_reload(chat: Chat, screenshot_dir: Pa
     chat.change_settings(background=True, slider=12)  # delay_seconds = 12
     chat.send("Nightly numbers")
     expect(chat.page.get_by_text(re.compile(r"Background run: In progress"))).to_be_visible()
-    chat.page.reload()
+    chat.reload()
     # The old page is gone; only the resumed session can bring the result to this one.
     expect(chat.page.get_by_text("Nightly numbers", exact=True).first).to_be_visible()
     expect(chat.page.get_by_text("Background report for: Nightly numbers")).to_be_visible()
@@ -509,7 +510,7 @@ def test_review_survives_reload_and_restart(
     expect(chat.card()).to_have_attribute("data-state", "pending")
     # A reload opens the thread again (the URL is /thread/<id>): the review is still pending.
     expect(chat.page).to_have_url(re.compile(r"/thread/"))
-    chat.page.reload()
+    chat.reload()
     expect(chat.card()).to_have_attribute("data-state", "pending")
     chat.shot(screenshot_dir, "review-after-reload")
     # Chainlit crashes and starts again (and LGOS restarts when it keeps reviews in PostgreSQL):
@@ -517,7 +518,7 @@ def test_review_survives_reload_and_restart(
     chainlit.crash_and_restart()
     if lgos_server is not None and lgos_server.durable:
         lgos_server.restart()
-    chat.page.reload()
+    chat.reload()
     chat.answer_review("Approve")
     chat.expect_answered("approve")
     expect(chat.page.get_by_text(COMPLETED)).to_have_count(1)
