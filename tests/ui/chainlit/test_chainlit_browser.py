@@ -326,6 +326,34 @@ def test_text_typed_while_a_card_waits_answers_it_and_starts_no_run(chat: Chat) 
     expect(chat.page.locator("[id^='review-']")).to_have_count(1)
 
 
+def test_a_review_being_answered_in_one_tab_takes_no_second_answer_in_another(
+    chat: Chat,
+) -> None:
+    chat.pick_model("background-interrupt")
+    # The graph sleeps this long before the review and again after the answer: the answer is
+    # on its way for that long, which is when the second tab answers too.
+    chat.change_settings(background=True, slider=12)
+    chat.send("Two tabs")
+    expect(chat.card()).to_have_attribute("data-state", "pending")
+    # The same thread in a second tab of the same browser: its card waits there too.
+    other = Chat(chat.page.context.new_page(), chat.url)
+    other.goto(chat.page.url)
+    expect(other.card()).to_have_attribute("data-state", "pending")
+    chat.answer_review("Approve")
+    expect(chat.card()).to_have_attribute("data-state", "sending")
+    # Typed in the other tab while the first answer is on its way: neither a second answer
+    # of the review nor a new run, and it says why.
+    other.page.fill("#chat-input", "approve")
+    other.page.locator("#chat-submit").click()
+    expect(other.page.get_by_text(re.compile("This review is being answered"))).to_be_visible()
+    chat.expect_answered("approve")
+    expect(chat.page.get_by_text(COMPLETED)).to_have_count(1)
+    expect(chat.page.get_by_text("Background report for: Two tabs", exact=True)).to_have_count(2)
+    # The run went on once: no refusal or "busy" in either tab.
+    for page in (chat.page, other.page):
+        expect(page.get_by_text(re.compile(r"Not accepted|busy"))).to_have_count(0)
+
+
 def test_always_approve_answers_the_next_question_of_its_kind(
     chat: Chat, screenshot_dir: Path
 ) -> None:
