@@ -60,9 +60,26 @@ def load(page: Page, url: str) -> None:
             break
         page.reload(wait_until="domcontentloaded")
     expect(chat_input).to_be_visible()
+    # The chat box shows before the socket is up; what a test does next needs the socket.
+    wait_for_socket(page)
+
+
+# Open WebUI's layout sets window.WEBUI_VERSION in the handler of its socket's `connect` event,
+# and nowhere else: once set, the socket of this page is connected, the server has filed it
+# under the signed-in user, and the page has asked to join its user's room (user-join is
+# emitted in the same handler). Until then a message is sent with no session id: the Pipe's
+# review card cannot be shown (the server answers "Client session disconnected"), and "Answer
+# now" asks a socket that is not there.
+SOCKET_CONNECTED = "() => window.WEBUI_VERSION !== undefined"
+
+
+def wait_for_socket(page: Page) -> None:
+    """Wait until the page's socket.io connection is up, as Open WebUI itself reports it."""
+    page.wait_for_function(SOCKET_CONNECTED)
 
 
 def send(page: Page, text: str) -> None:
+    wait_for_socket(page)
     # The chat box is a contenteditable editor, not an <input>: type into it like a user.
     page.locator("#chat-input").click()
     page.keyboard.type(text)

@@ -617,8 +617,8 @@ def test_a_waiting_review_survives_an_openwebui_restart(page: Page, openwebui: O
     # Open WebUI restarts while the card waits: the review comes from durable state, and
     # Answer now opens its card again.
     openwebui.restart()
-    page.reload(wait_until="domcontentloaded")
-    expect(page.locator("#chat-input")).to_be_visible()
+    # Loaded again, with its socket up: Answer now opens the card through that socket.
+    load(page, page.url)
     expect(last_answer(page)).not_to_contain_text("Published")
     page.get_by_role("button", name="Answer now").last.click()
     card = review_card(page)
