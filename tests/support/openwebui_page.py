@@ -50,9 +50,15 @@ def load(page: Page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     # Chromium aborts loads when the machine's network changes (containers starting on a shared
     # host: net::ERR_NETWORK_CHANGED, often several times in a row), and Open WebUI then shows
-    # its error page: load it again until the chat box shows, within a deadline.
+    # its error page: load it again until the chat box shows, within a deadline. Its own page
+    # reads "500: Internal Error"; when the load fails before its layout runs, SvelteKit's
+    # fallback shows "500" and a heading "Internal Error".
     chat_input = page.locator("#chat-input")
-    failed = page.get_by_text("500: Internal Error")
+    failed = (
+        page.get_by_text("500: Internal Error")
+        .or_(page.get_by_role("heading", name="Internal Error"))
+        .first
+    )
     deadline = time.monotonic() + OPEN_DEADLINE_SECONDS
     while True:
         expect(chat_input.or_(failed).first).to_be_visible()
