@@ -12,6 +12,8 @@ import asyncio
 import hmac
 import json
 import os
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -21,6 +23,7 @@ from typing import Any
 
 import asyncpg
 import chainlit as cl
+import chainlit.config
 import httpx
 import lgos_ui as ui
 from chainlit.config import (
@@ -90,6 +93,21 @@ client = AsyncOpenAI(
     api_key=API_KEY,
     http_client=DefaultAsyncHttpxClient(event_hooks={"request": [name_the_user]}),
 )
+
+# Chainlit keeps each session's files (every element it sends with content, a review card
+# included) under APP_ROOT/.files, and a process that exits removes that whole folder: with two
+# processes of this app (a restart that overlaps the old one, two replicas, a second stack from
+# the same checkout), the first to exit takes the other's folder away, and the other's next
+# element fails with "No such file or directory". So each process keeps its own folder outside
+# the app's, and removes only that one when it stops.
+FILES = Path(tempfile.mkdtemp(prefix="lgos-chainlit-files-"))
+chainlit.config.FILES_DIRECTORY = FILES  # read by each session when it writes a file
+
+
+@cl.on_app_shutdown
+def remove_own_files() -> None:
+    shutil.rmtree(FILES, ignore_errors=True)
+
 
 # Session keys. HISTORY and PENDING are JSON and also written to the thread's metadata in
 # PostgreSQL, so a reload or a restarted Chainlit finds them again (see `persist`).

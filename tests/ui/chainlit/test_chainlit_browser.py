@@ -20,6 +20,7 @@ from playwright.sync_api import expect
 
 from tests.support.chainlit_page import Chat
 from tests.support.media import pdf, png
+from tests.ui.chainlit.conftest import ChainlitApp
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
 
@@ -259,6 +260,22 @@ def test_review_card_takes_free_text(chat: Chat, screenshot_dir: Path) -> None:
         chat.page.get_by_text("Not published; your feedback was noted: Please shorten it")
     ).to_be_visible()
     chat.shot(screenshot_dir, "review-feedback")
+
+
+def test_another_process_of_the_app_stopping_takes_nothing_from_this_one(
+    chat: Chat, replica: ChainlitApp
+) -> None:
+    # Chainlit removes its files folder when a process exits; a second process of the same app
+    # (started and stopped here) must not take this one's away: its review card is an element
+    # with content, written there when it is sent and again when it is answered.
+    replica.start()
+    replica.stop()
+    chat.pick_model("interruptible-approval")
+    chat.send("Replica plan")
+    card = chat.card()
+    expect(card.locator("[data-role=question]")).to_have_text("Approve publishing 'Replica plan'?")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(chat.page.get_by_text("Published 'Replica plan'.")).to_be_visible()
 
 
 def test_dismissing_a_review_leaves_it_pending(chat: Chat, screenshot_dir: Path) -> None:
