@@ -12,6 +12,8 @@ import asyncio
 import hmac
 import json
 import os
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -21,6 +23,7 @@ from typing import Any
 
 import asyncpg
 import chainlit as cl
+import chainlit.config
 import httpx
 import lgos_ui as ui
 from chainlit.config import (
@@ -91,6 +94,21 @@ client = AsyncOpenAI(
     http_client=DefaultAsyncHttpxClient(event_hooks={"request": [name_the_user]}),
 )
 
+# Chainlit keeps each session's files (every element it sends with content, a review card
+# included) under APP_ROOT/.files, and a process that exits removes that whole folder: with two
+# processes of this app (a restart that overlaps the old one, two replicas, a second stack from
+# the same checkout), the first to exit takes the other's folder away, and the other's next
+# element fails with "No such file or directory". So each process keeps its own folder outside
+# the app's, and removes only that one when it stops.
+FILES = Path(tempfile.mkdtemp(prefix="lgos-chainlit-files-"))
+chainlit.config.FILES_DIRECTORY = FILES  # read by each session when it writes a file
+
+
+@cl.on_app_shutdown
+def remove_own_files() -> None:
+    shutil.rmtree(FILES, ignore_errors=True)
+
+
 # Session keys. HISTORY and PENDING are JSON and also written to the thread's metadata in
 # PostgreSQL, so a reload or a restarted Chainlit finds them again (see `persist`).
 HISTORY = "lgos_history"
@@ -116,8 +134,14 @@ DEFAULT_MODEL = os.environ.get("LGOS_CHAINLIT_DEFAULT_MODEL", "simple-graph")
 # shown and stored once.
 pollers: dict[str, asyncio.Task[Any]] = {}
 # Reviews whose answer this process is sending right now: a session that resumes the thread
-# meanwhile must not offer the card again.
+# meanwhile must not offer the card again, and no second answer (another tab's card or typed
+# text) may be sent for them. Marked before the answer's first await, so nothing that runs
+# while the answer is on its way finds the review still open.
 answering: set[str] = set()
+
+BEING_ANSWERED = (
+    "This review is being answered right now; its result shows here when the run goes on."
+)
 
 
 # ---------------------------------------------------------------- persistence layer
@@ -904,40 +928,30 @@ async def answer_review(response_id: str, call_id: str, answer: str, typed: bool
         return False
     if call_id in record["answers"]:
         return False
+    if response_id in answering:
+        # Another session of this thread (a second tab, a reload) is sending its answer.
+        await cl.Message(content=BEING_ANSWERED).send()
+        return False
+    # Everything up to here runs without an await: the answer is marked before anything
+    # else can run, and the last one marks the whole review as being answered.
     record["answers"][call_id] = answer
-    await update_card(record, calls[call_id], state="sending", decision=answer)
     if len(record["answers"]) < len(record["calls"]):
+        await update_card(record, calls[call_id], state="sending", decision=answer)
         await persist(PENDING, record)
         return True
-    outputs = [
-        {"type": "function_call_output", "call_id": cid, "output": record["answers"][cid]}
-        for cid in calls
-    ]
-    answered_at = datetime.now(UTC).isoformat()
-    background = request_options()[1]
-
-    async def answered() -> None:
-        # The graph took the answer: show the decision, and never offer it again.
-        for cid, call in calls.items():
-            await update_card(
-                record,
-                call,
-                state="answered",
-                decision=record["answers"][cid],
-                answered_at=answered_at,
-            )
-        await persist(PENDING, None)
-
     answering.add(response_id)
+    return await send_answers(record, calls, call_id, typed)
+
+
+async def send_answers(
+    record: dict[str, Any], calls: dict[str, dict[str, Any]], call_id: str, typed: bool
+) -> bool:
+    """Resume the run with every answer of the review (see answer_review), which marked it
+    as being answered; the mark goes once the server has the answer or the request failed."""
+    response_id = record["response_id"]
+    answered_at = datetime.now(UTC).isoformat()
     try:
-        refused = await run_turn(
-            outputs,
-            previous_response_id=response_id,
-            on_accepted=None if background else answered,
-            answers_review=True,
-            status_message_id=record.get("status_message_id"),
-            on_taken=answered if background else None,
-        )
+        refused = await resume_with_answers(record, calls, call_id, answered_at)
     finally:
         answering.discard(response_id)
     if refused is not None or cl.user_session.get(PENDING) is record:
@@ -956,6 +970,40 @@ async def answer_review(response_id: str, call_id: str, answer: str, typed: bool
                 "answer it again, on the card or here."
             ).send()
     return True
+
+
+async def resume_with_answers(
+    record: dict[str, Any], calls: dict[str, dict[str, Any]], call_id: str, answered_at: str
+) -> str | None:
+    """Send the review's answers; the graph's refusal, if any (see run_turn)."""
+    response_id = record["response_id"]
+    await update_card(record, calls[call_id], state="sending", decision=record["answers"][call_id])
+    outputs = [
+        {"type": "function_call_output", "call_id": cid, "output": record["answers"][cid]}
+        for cid in calls
+    ]
+    background = request_options()[1]
+
+    async def answered() -> None:
+        # The graph took the answer: show the decision, and never offer it again.
+        for cid, call in calls.items():
+            await update_card(
+                record,
+                call,
+                state="answered",
+                decision=record["answers"][cid],
+                answered_at=answered_at,
+            )
+        await persist(PENDING, None)
+
+    return await run_turn(
+        outputs,
+        previous_response_id=response_id,
+        on_accepted=None if background else answered,
+        answers_review=True,
+        status_message_id=record.get("status_message_id"),
+        on_taken=answered if background else None,
+    )
 
 
 @cl.action_callback(REVIEW_ACTION)
@@ -1019,6 +1067,11 @@ async def on_message(message: cl.Message) -> None:
             await show_unreachable(exc)
             return
     record = cl.user_session.get(PENDING)
+    if record and record["response_id"] in answering:
+        # The review's answer is on its way (the card was answered a moment ago, here or in
+        # another tab): the text is not a second answer, and not a new run either.
+        await cl.Message(content=BEING_ANSWERED).send()
+        return
     call_id = typed_answer_call(record)
     if call_id:
         # While a review waits, typed text answers it: the graph accepts it as feedback or

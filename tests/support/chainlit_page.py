@@ -9,6 +9,57 @@ from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
+# Chainlit (2.12) starts a new session when a chat profile is chosen, and at every page load
+# (when it sets the default profile): it loads the page's config again for that profile, and
+# connects its socket 200 ms (a debounce) after each render that changes what it connects with.
+# When the config takes longer than that (a busy machine), it connects twice: a first socket
+# before the config is in, then a second one under the same session id, which replaces it.
+# Whatever is sent or shown through the first while it is being replaced is lost. The socket
+# that stays is the first one opened after the last config load. The page does not expose its
+# socket, so this script, run before the page's own, notes the config loads (fetch) and the
+# sockets (WebSocket, which socket.io's transport opens once connected) as they happen.
+TRACK_CONNECTIONS = """
+(() => {
+  if (window.__lgosConnections) return;
+  const state = { seq: 0, configLoading: 0, configLoaded: 0, sockets: [] };
+  window.__lgosConnections = state;
+  const nativeFetch = window.fetch.bind(window);
+  window.fetch = async (input, init) => {
+    const url = typeof input === "string" ? input : String(input && input.url || input);
+    if (!url.includes("/project/settings")) return nativeFetch(input, init);
+    state.configLoading += 1;
+    try {
+      return await nativeFetch(input, init);
+    } finally {
+      state.configLoading -= 1;
+      state.configLoaded = ++state.seq;
+    }
+  };
+  window.WebSocket = new Proxy(window.WebSocket, {
+    construct(target, args) {
+      const socket = new target(...args);
+      if (String(args[0]).includes("/ws/socket.io")) {
+        const seen = { seq: ++state.seq, open: false };
+        state.sockets.push(seen);
+        socket.addEventListener("open", () => { seen.open = true; });
+        socket.addEventListener("close", () => { seen.open = false; });
+      }
+      return socket;
+    },
+  });
+})();
+"""
+# The newest socket is open, opened after the last config load (none is loading) and after
+# `since` (the socket count before the action that starts a session).
+SESSION_SOCKET = """
+(since) => {
+  const state = window.__lgosConnections;
+  if (!state || state.configLoading > 0) return false;
+  const last = state.sockets[state.sockets.length - 1];
+  return !!last && last.open && last.seq > state.configLoaded && last.seq > since;
+}
+"""
+
 
 class Chat:
     """What a user does in the Chainlit page, in words of the page."""
@@ -16,6 +67,19 @@ class Chat:
     def __init__(self, page: Page, url: str) -> None:
         self.page = page
         self.url = url
+        # For every page of the context opened from now on (a link may open a new tab).
+        page.context.add_init_script(TRACK_CONNECTIONS)
+
+    def _socket_mark(self) -> int:
+        return int(self.page.evaluate("() => window.__lgosConnections?.seq ?? 0"))
+
+    def wait_for_session(self, since: int = 0, *, set_up: bool = True) -> None:
+        """Wait until the page's session is the one that stays and, with `set_up`, until the
+        app has set the chat up in it (its settings panel, sent by on_chat_start or
+        on_chat_resume)."""
+        self.page.wait_for_function(SESSION_SOCKET, arg=since)
+        if set_up:
+            expect(self.page.locator("#chat-settings-open-modal")).to_be_visible()
 
     def login(self, user: str = "demo", password: str = "demo") -> None:
         self.page.goto(self.url)
@@ -25,11 +89,35 @@ class Chat:
         self.page.fill("#password", password)
         self.page.get_by_role("button", name=re.compile("continue|sign in|log ?in", re.I)).click()
         expect(self.page.locator("#chat-input")).to_be_visible()
+        # Only the socket: when Chainlit connects twice, what the app sends at chat start may go
+        # through the socket being replaced and never show (see the limits in
+        # docs/demo/chainlit.md); a test that needs the chat set up picks a profile or reloads.
+        self.wait_for_session(set_up=False)
+
+    def reload(self) -> None:
+        """Reload the page, as a person presses F5, and wait for its new session."""
+        self.page.reload()
+        expect(self.page.locator("#chat-input")).to_be_visible()
+        self.wait_for_session()
+
+    def goto(self, url: str) -> None:
+        self.page.goto(url)
+        expect(self.page.locator("#chat-input")).to_be_visible()
+        self.wait_for_session()
 
     def pick_model(self, model: str) -> None:
-        self.page.locator("#chat-profiles").click()
+        profiles = self.page.locator("#chat-profiles")
+        if (profiles.text_content() or "").strip() == model:
+            # Already chosen: Chainlit starts no new session for the same profile; the chat
+            # start of the page's session is what the test waits for.
+            self.wait_for_session()
+            return
+        since = self._socket_mark()
+        profiles.click()
         self.page.get_by_role("option", name=model, exact=True).click()
-        expect(self.page.locator("#chat-profiles")).to_contain_text(model)
+        expect(profiles).to_contain_text(model)
+        # A new session for the chosen profile: what the test does next must go to it.
+        self.wait_for_session(since)
 
     def change_settings(
         self,

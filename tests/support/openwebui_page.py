@@ -50,9 +50,15 @@ def load(page: Page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     # Chromium aborts loads when the machine's network changes (containers starting on a shared
     # host: net::ERR_NETWORK_CHANGED, often several times in a row), and Open WebUI then shows
-    # its error page: load it again until the chat box shows, within a deadline.
+    # its error page: load it again until the chat box shows, within a deadline. Its own page
+    # reads "500: Internal Error"; when the load fails before its layout runs, SvelteKit's
+    # fallback shows "500" and a heading "Internal Error".
     chat_input = page.locator("#chat-input")
-    failed = page.get_by_text("500: Internal Error")
+    failed = (
+        page.get_by_text("500: Internal Error")
+        .or_(page.get_by_role("heading", name="Internal Error"))
+        .first
+    )
     deadline = time.monotonic() + OPEN_DEADLINE_SECONDS
     while True:
         expect(chat_input.or_(failed).first).to_be_visible()
@@ -60,9 +66,26 @@ def load(page: Page, url: str) -> None:
             break
         page.reload(wait_until="domcontentloaded")
     expect(chat_input).to_be_visible()
+    # The chat box shows before the socket is up; what a test does next needs the socket.
+    wait_for_socket(page)
+
+
+# Open WebUI's layout sets window.WEBUI_VERSION in the handler of its socket's `connect` event,
+# and nowhere else: once set, the socket of this page is connected, the server has filed it
+# under the signed-in user, and the page has asked to join its user's room (user-join is
+# emitted in the same handler). Until then a message is sent with no session id: the Pipe's
+# review card cannot be shown (the server answers "Client session disconnected"), and "Answer
+# now" asks a socket that is not there.
+SOCKET_CONNECTED = "() => window.WEBUI_VERSION !== undefined"
+
+
+def wait_for_socket(page: Page) -> None:
+    """Wait until the page's socket.io connection is up, as Open WebUI itself reports it."""
+    page.wait_for_function(SOCKET_CONNECTED)
 
 
 def send(page: Page, text: str) -> None:
+    wait_for_socket(page)
     # The chat box is a contenteditable editor, not an <input>: type into it like a user.
     page.locator("#chat-input").click()
     page.keyboard.type(text)

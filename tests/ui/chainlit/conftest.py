@@ -268,6 +268,17 @@ def chainlit(chainlit_service: ChainlitApp | StartFailure) -> ChainlitApp:
     return require(chainlit_service)
 
 
+@pytest.fixture
+def replica(chainlit: ChainlitApp, logs_dir: Path) -> Iterator[ChainlitApp]:
+    """Another process of the same app on the same database, not started yet: a replica, or a
+    restart that overlaps the old process."""
+    other = ChainlitApp(
+        chainlit.env["LGOS_BASE_URL"], chainlit.env["DATABASE_URL"], logs_dir / "replica.log"
+    )
+    yield other
+    other.stop()
+
+
 @pytest.fixture(scope="session")
 def chromium_browser(playwright: Any) -> Iterator[object]:
     """Our own launch (pytest-playwright's `browser` would look for its downloaded build), on

@@ -20,6 +20,7 @@ from playwright.sync_api import expect
 
 from tests.support.chainlit_page import Chat
 from tests.support.media import pdf, png
+from tests.ui.chainlit.conftest import ChainlitApp
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
 
@@ -261,6 +262,22 @@ def test_review_card_takes_free_text(chat: Chat, screenshot_dir: Path) -> None:
     chat.shot(screenshot_dir, "review-feedback")
 
 
+def test_another_process_of_the_app_stopping_takes_nothing_from_this_one(
+    chat: Chat, replica: ChainlitApp
+) -> None:
+    # Chainlit removes its files folder when a process exits; a second process of the same app
+    # (started and stopped here) must not take this one's away: its review card is an element
+    # with content, written there when it is sent and again when it is answered.
+    replica.start()
+    replica.stop()
+    chat.pick_model("interruptible-approval")
+    chat.send("Replica plan")
+    card = chat.card()
+    expect(card.locator("[data-role=question]")).to_have_text("Approve publishing 'Replica plan'?")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(chat.page.get_by_text("Published 'Replica plan'.")).to_be_visible()
+
+
 def test_dismissing_a_review_leaves_it_pending(chat: Chat, screenshot_dir: Path) -> None:
     chat.pick_model("interruptible-approval")
     chat.send("Dismiss me")
@@ -269,7 +286,7 @@ def test_dismissing_a_review_leaves_it_pending(chat: Chat, screenshot_dir: Path)
     # What dismissing looks like on a page: Escape, a click elsewhere, leaving and coming back.
     chat.page.keyboard.press("Escape")
     chat.page.locator("#chat-input").click()
-    chat.page.reload()
+    chat.reload()
     card = chat.card()
     expect(card).to_have_attribute("data-state", "pending")
     expect(card.get_by_role("button", name="Approve", exact=True)).to_be_visible()
@@ -326,6 +343,34 @@ def test_text_typed_while_a_card_waits_answers_it_and_starts_no_run(chat: Chat) 
     expect(chat.page.locator("[id^='review-']")).to_have_count(1)
 
 
+def test_a_review_being_answered_in_one_tab_takes_no_second_answer_in_another(
+    chat: Chat,
+) -> None:
+    chat.pick_model("background-interrupt")
+    # The graph sleeps this long before the review and again after the answer: the answer is
+    # on its way for that long, which is when the second tab answers too.
+    chat.change_settings(background=True, slider=12)
+    chat.send("Two tabs")
+    expect(chat.card()).to_have_attribute("data-state", "pending")
+    # The same thread in a second tab of the same browser: its card waits there too.
+    other = Chat(chat.page.context.new_page(), chat.url)
+    other.goto(chat.page.url)
+    expect(other.card()).to_have_attribute("data-state", "pending")
+    chat.answer_review("Approve")
+    expect(chat.card()).to_have_attribute("data-state", "sending")
+    # Typed in the other tab while the first answer is on its way: neither a second answer
+    # of the review nor a new run, and it says why.
+    other.page.fill("#chat-input", "approve")
+    other.page.locator("#chat-submit").click()
+    expect(other.page.get_by_text(re.compile("This review is being answered"))).to_be_visible()
+    chat.expect_answered("approve")
+    expect(chat.page.get_by_text(COMPLETED)).to_have_count(1)
+    expect(chat.page.get_by_text("Background report for: Two tabs", exact=True)).to_have_count(2)
+    # The run went on once: no refusal or "busy" in either tab.
+    for page in (chat.page, other.page):
+        expect(page.get_by_text(re.compile(r"Not accepted|busy"))).to_have_count(0)
+
+
 def test_always_approve_answers_the_next_question_of_its_kind(
     chat: Chat, screenshot_dir: Path
 ) -> None:
@@ -355,7 +400,7 @@ def test_a_new_chat_lists_the_reviews_waiting_elsewhere(chat: Chat, screenshot_d
     waiting_thread = chat.page.url
     # A new chat: the side panel lists the waiting review, and its link opens that chat at
     # its card, still pending.
-    chat.page.goto(chat.url)
+    chat.goto(chat.url)
     inbox = chat.page.get_by_text(re.compile(r"Waiting for your review \(\d+\)"))
     expect(inbox).to_be_visible()
     link = chat.page.locator("#side-view-content").get_by_role("link", name="Inbox item")
@@ -365,6 +410,7 @@ def test_a_new_chat_lists_the_reviews_waiting_elsewhere(chat: Chat, screenshot_d
         link.click()
     other = Chat(opened.value, chat.url)
     expect(other.page).to_have_url(waiting_thread)
+    other.wait_for_session()
     expect(other.card()).to_have_attribute("data-state", "pending")
     expect(other.card().locator("[data-role=question]")).to_have_text(
         "Approve publishing 'Inbox item'?"
@@ -492,7 +538,7 @@ def test_background_result_arrives_after_a_reload(chat: Chat, screenshot_dir: Pa
     chat.change_settings(background=True, slider=12)  # delay_seconds = 12
     chat.send("Nightly numbers")
     expect(chat.page.get_by_text(re.compile(r"Background run: In progress"))).to_be_visible()
-    chat.page.reload()
+    chat.reload()
     # The old page is gone; only the resumed session can bring the result to this one.
     expect(chat.page.get_by_text("Nightly numbers", exact=True).first).to_be_visible()
     expect(chat.page.get_by_text("Background report for: Nightly numbers")).to_be_visible()
@@ -509,7 +555,7 @@ def test_review_survives_reload_and_restart(
     expect(chat.card()).to_have_attribute("data-state", "pending")
     # A reload opens the thread again (the URL is /thread/<id>): the review is still pending.
     expect(chat.page).to_have_url(re.compile(r"/thread/"))
-    chat.page.reload()
+    chat.reload()
     expect(chat.card()).to_have_attribute("data-state", "pending")
     chat.shot(screenshot_dir, "review-after-reload")
     # Chainlit crashes and starts again (and LGOS restarts when it keeps reviews in PostgreSQL):
@@ -517,7 +563,7 @@ def test_review_survives_reload_and_restart(
     chainlit.crash_and_restart()
     if lgos_server is not None and lgos_server.durable:
         lgos_server.restart()
-    chat.page.reload()
+    chat.reload()
     chat.answer_review("Approve")
     chat.expect_answered("approve")
     expect(chat.page.get_by_text(COMPLETED)).to_have_count(1)

@@ -280,11 +280,14 @@ def test_dismissing_the_card_leaves_the_review_pending(page: Page, openwebui_url
     expect(first).not_to_contain_text("Waiting for your review")
 
 
+@pytest.mark.parametrize("background", ["on", "off"], ids=["background", "foreground"])
 def test_refused_answer_shows_the_graph_message_and_asks_again(
-    page: Page, openwebui_url: str
+    page: Page, openwebui_url: str, background: str
 ) -> None:
+    # Both modes: in the background the graph refuses in the worker (the continuation fails
+    # with its message), in the foreground LGOS refuses the resume itself (a 400).
     open_chat(page, openwebui_url, "lgos.background-interrupt")
-    change_settings(page, {BACKGROUND: "on", DELAY: "0"})
+    change_settings(page, {BACKGROUND: background, DELAY: "0"})
     send(page, "Typo check")
     review_card(page).get_by_role("button", name="Cancel").click()
     expect(last_answer(page)).to_contain_text("Waiting for your review")
@@ -293,6 +296,9 @@ def test_refused_answer_shows_the_graph_message_and_asks_again(
     answer = last_answer(page)
     expect(answer).to_contain_text("The answer was not accepted")
     expect(answer).to_contain_text("'approve' or 'reject'")
+    # The refusal is the reply under the typed answer, not only on the card.
+    typed = page.locator("#messages-container").get_by_text("maybe", exact=True).last
+    assert answer.bounding_box()["y"] > typed.bounding_box()["y"]  # type: ignore[index]
     card = review_card(page)
     expect(card).to_contain_text("Approve the prepared report?")
     # Refused is not answered: neither the reply nor the first message says it was.
@@ -300,7 +306,8 @@ def test_refused_answer_shows_the_graph_message_and_asks_again(
     first = page.locator("#messages-container #response-content-container").first
     expect(first).to_contain_text("Waiting for your review")
     expect(first).not_to_contain_text("Review answered")
-    screenshot(page, "review-refused")
+    if background == "on":
+        screenshot(page, "review-refused")
     card.get_by_role("button", name=re.compile("^Approve")).click()
     expect(last_answer(page)).to_contain_text("Background report for: Typo check")
     expect(status_line(page)).to_have_text("Done")
@@ -617,8 +624,8 @@ def test_a_waiting_review_survives_an_openwebui_restart(page: Page, openwebui: O
     # Open WebUI restarts while the card waits: the review comes from durable state, and
     # Answer now opens its card again.
     openwebui.restart()
-    page.reload(wait_until="domcontentloaded")
-    expect(page.locator("#chat-input")).to_be_visible()
+    # Loaded again, with its socket up: Answer now opens the card through that socket.
+    load(page, page.url)
     expect(last_answer(page)).not_to_contain_text("Published")
     page.get_by_role("button", name="Answer now").last.click()
     card = review_card(page)
