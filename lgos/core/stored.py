@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -29,16 +30,22 @@ def now() -> int:
     return int(time.time())
 
 
-class StoredResponse(BaseModel):
+# A slotted dataclass, not a Pydantic model: a stored foreground Response is built on every
+# stored request from the Response just made (nothing to validate), and `model_construct`'s
+# loop over the fields cost about 48k CPU instructions per request against about 9k for this
+# (docs/benchmarks.md, 2026-12-05, second round). The PostgreSQL store validates and dumps it
+# through a `TypeAdapter`, as it did the model.
+@dataclass(slots=True, kw_only=True)
+class StoredResponse:
     id: str
     owner_scope: str
     model: str
-    created_at: int = Field(default_factory=now)
+    created_at: int = field(default_factory=now)
     # JSON columns, read back as stored (the service layer reads them as the wire's types):
     # this Response's input items,
-    input_items: Sequence[Mapping[str, Any]] = Field(default_factory=list)
+    input_items: Sequence[Mapping[str, Any]] = field(default_factory=list)
     # the conversation before them (earlier turns' input and output items, in order),
-    history: Sequence[Mapping[str, Any]] = Field(default_factory=list)
+    history: Sequence[Mapping[str, Any]] = field(default_factory=list)
     # and the final Response; None for a background Response (the engine holds it).
     response: Mapping[str, Any] | None = None
     background: bool = False

@@ -16,6 +16,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from opentelemetry import trace
 
 from lgos.core import log_fields
@@ -49,6 +50,65 @@ def stamp(fields: dict[str, object]) -> None:
         fields["span_id"] = trace.format_span_id(span_context.span_id)
 
 
+# The last second a record was stamped in and its ISO text less the offset, as one tuple:
+# records of threads (sync nodes) read and replace it together.
+_second: tuple[float, str] = (-1.0, "")
+
+
+def iso_timestamp(created: float) -> str:
+    """`datetime.fromtimestamp(created, UTC).isoformat()`, character for character, with the
+    date and time of day formatted once per second: `isoformat` alone cost about 12k CPU
+    instructions per record, and every request writes one (docs/benchmarks.md, 2026-12-05,
+    second round). `created` is a positive `time.time()`."""
+    global _second
+    whole = float(int(created))
+    # Microseconds as `fromtimestamp` rounds them (half to even, carried into the second).
+    micro = round((created - whole) * 1e6)
+    if micro >= 1_000_000:
+        whole += 1.0
+        micro -= 1_000_000
+    start, text = _second
+    if whole != start:
+        # A whole second: `isoformat` leaves the microseconds out, added below instead.
+        text = datetime.fromtimestamp(whole, UTC).isoformat()[: -len("+00:00")]
+        _second = (whole, text)
+    if micro:
+        return "%s.%06d+00:00" % (text, micro)  # noqa: UP031  # cheaper than an f-string
+    return text + "+00:00"
+
+
+# Value types orjson writes as the standard library's encoder does (floats: see `_line`).
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _line(payload: dict[str, object]) -> str:
+    """`_ENCODER.encode(payload)` for a flat `payload`, character for character: written by
+    orjson when that gives the same line, which the request's record nearly always does (about
+    9k CPU instructions against the standard library's 39k for its 11 fields, per request).
+
+    orjson writes no `", "` and `": "` separators, so it writes the indented form, whose only
+    line breaks are the separators' (a string's line break is escaped), and they are put back
+    as the standard library writes them. It writes the same text for strings, integers and
+    floats between 1e-4 and 1e16 (shorter exponents outside), and non-ASCII text unescaped:
+    anything else goes to the standard library.
+    """
+    for value in payload.values():
+        if type(value) is float:
+            if value == 0.0 or 1e-4 <= abs(value) < 1e16:
+                continue
+            return _ENCODER.encode(payload)
+        if type(value) not in _PLAIN:
+            return _ENCODER.encode(payload)
+    try:
+        indented = orjson.dumps(payload, option=orjson.OPT_INDENT_2)
+    except orjson.JSONEncodeError:  # an integer past 64 bits, a key that is not a string
+        return _ENCODER.encode(payload)
+    if not indented.isascii() or len(payload) == 0:
+        return _ENCODER.encode(payload)
+    # b'{\n  "a": 1,\n  "b": 2\n}' -> '{"a": 1, "b": 2}'
+    return "{" + indented[4:-2].decode("ascii").replace(",\n  ", ", ") + "}"
+
+
 def _extras(fields: dict[str, object]) -> dict[str, object]:
     # `key[:1]`, not `key.startswith`: every record of every request passes here.
     return {key: value for key, value in fields.items() if key not in _STANDARD and key[:1] != "_"}
@@ -58,7 +118,7 @@ def _payload(
     created: float, level: str, logger: str, message: str, fields: dict[str, object]
 ) -> dict[str, object]:
     payload: dict[str, object] = {
-        "timestamp": datetime.fromtimestamp(created, UTC).isoformat(),
+        "timestamp": iso_timestamp(created),
         "level": level.lower(),
         "logger": logger,
         "message": message,
@@ -91,7 +151,7 @@ class StdoutHandler(log_fields.FieldsHandler):
             return False
         payload: dict[str, object] = {
             # `time.time()`, as a `LogRecord` reads it
-            "timestamp": datetime.fromtimestamp(time.time(), UTC).isoformat(),
+            "timestamp": iso_timestamp(time.time()),
             "level": logging.getLevelName(level).lower(),
             "logger": logger,
             "message": message,
@@ -105,7 +165,7 @@ class StdoutHandler(log_fields.FieldsHandler):
         if span_context.is_valid and "trace_id" not in payload:
             payload["trace_id"] = trace.format_trace_id(span_context.trace_id)
             payload["span_id"] = trace.format_span_id(span_context.span_id)
-        line = _ENCODER.encode(payload)
+        line = _line(payload)
         with self.lock:  # type: ignore[union-attr]  # created with the handler
             try:
                 self.stream.write(line + self.terminator)

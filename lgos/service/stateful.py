@@ -184,10 +184,9 @@ class StatefulResponses:
         assert prepared.decoded is not None  # the API's request (a worker records nothing)
         input_items = items.input_items(prepared.decoded.body)
         if turn.store:
-            # Built here from the Response just made: validating it again copied every item
-            # on each stored request for nothing.
+            # Built here from the Response just made, which nothing needs to check again.
             await self.store.put_response(
-                StoredResponse.model_construct(
+                StoredResponse(
                     id=response["id"],
                     owner_scope=scope,
                     model=prepared.model,

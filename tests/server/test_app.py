@@ -9,6 +9,8 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from random import Random
 
 import httpx2
 import pytest
@@ -24,9 +26,12 @@ from lgos import ConfigurationError, ServerSettings, create_app
 from lgos.core import log_fields
 from lgos.http import request_log
 from lgos.server.logging import (
+    _ENCODER,
     JSONFormatter,
     RequestContextFilter,
     StdoutHandler,
+    _line,
+    iso_timestamp,
     logging_config,
 )
 from tests.server.sample_app.registry import ANSWER, create_registry
@@ -309,6 +314,36 @@ def test_the_request_record_is_the_same_line_with_or_without_other_handlers() ->
         "trace_id": f"{7:032x}",
         "span_id": f"{9:016x}",
     }
+
+
+def test_record_timestamps_read_as_datetime_writes_them() -> None:
+    # Records stamp the second's text once and add the microseconds: every value must read as
+    # `isoformat` writes it, across a second's edges and the rounding that carries into the
+    # next second, whatever order the records come in.
+    second = float(int(time.time()))
+    stamps = [second + offset / 1e6 for offset in range(-3, 4)]
+    stamps += [second + 0.9999995, second + 0.9999994, second + 0.0000005, second + 0.0000015]
+    stamps += [second + 0.5, second - 86_400.25, second + 1.0, second + 0.123456789]
+    for created in [*stamps, *reversed(stamps)]:
+        assert iso_timestamp(created) == datetime.fromtimestamp(created, UTC).isoformat()
+
+
+def test_the_request_record_line_is_the_standard_encoders_character_for_character() -> None:
+    # The request's record is encoded by orjson when that gives the same line: readers match
+    # the lines as text (`"message": "worker.started"`), so every value a record can carry
+    # must come out as the standard library writes it, or go to the standard library.
+    texts = ["", "plain", 'quote " and \\', "comma, colon: ", "line\nbreak,\n  x", "é €", "\u2028"]
+    values: list[object] = [*texts, 0, -7, 2**63, 2**70, True, False, None, [1, "a"], {"k": 1}]
+    values += [0.0, -0.0, 3.4, 1e-4, 9.5e-5, 1e-5, 2.5e-7, 123456.7, 1e15, 1e16, 1.5e20]
+    values += [float("nan"), float("inf"), object()]
+    random = Random(23)
+    payloads = [{"timestamp": "t", "value": value} for value in values]
+    payloads += [{text: 1} for text in texts]
+    for _ in range(2000):
+        fields = range(random.randint(1, 12))
+        payloads.append({random.choice(texts) + str(n): random.choice(values) for n in fields})
+    for payload in payloads:
+        assert _line(payload) == _ENCODER.encode(payload)
 
 
 def test_logging_config_levels() -> None:

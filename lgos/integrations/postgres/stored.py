@@ -15,9 +15,14 @@ from typing import Any
 
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
+from pydantic import TypeAdapter
 
 from lgos.core.stored import Order, StoredConversation, StoredResponse
 from lgos.integrations.postgres.events import PostgresResponseEventLog
+
+# The record's JSON column, written and read back as the Pydantic model it once was did: the
+# same keys, records of earlier versions missing a field get its default.
+_RECORD: TypeAdapter[StoredResponse] = TypeAdapter(StoredResponse)
 
 
 class PostgresResponseStore:
@@ -49,7 +54,7 @@ class PostgresResponseStore:
                 record.id,
                 record.owner_scope,
                 record.created_at,
-                Jsonb(record.model_dump(mode="json")),
+                Jsonb(_RECORD.dump_python(record, mode="json")),
                 record.id,
             ),
         )
@@ -59,7 +64,7 @@ class PostgresResponseStore:
             "SELECT record FROM lgos_responses WHERE id = %s AND owner_scope = %s",
             (response_id, owner_scope),
         )
-        return StoredResponse.model_validate(rows[0][0]) if rows else None
+        return _RECORD.validate_python(rows[0][0]) if rows else None
 
     async def delete_response(self, response_id: str, owner_scope: str) -> bool:
         async with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
