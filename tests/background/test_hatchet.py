@@ -173,6 +173,9 @@ class FakeHatchet:
         self.runs: dict[str, SimpleNamespace] = {}
         self.keys: dict[str, str] = {}
         self.cancelled: list[str] = []
+        # Runs whose REST view says FAILED while the engine tries them again (its task tables
+        # hold the next attempt, with this status).
+        self.retrying: dict[str, str] = {}
 
     async def aio_run(
         self, input: HatchetJobInput = ..., options: Any = None, *, wait_for_result: bool = True
@@ -193,6 +196,12 @@ class FakeHatchet:
         if workflow_run_id not in self.runs:
             raise NotFoundException(status=404, reason="Not Found")
         return SimpleNamespace(run=self.runs[workflow_run_id])
+
+    async def aio_get_details(self, external_id: str) -> Any:
+        if external_id in self.retrying:
+            return SimpleNamespace(status=self.retrying[external_id], done=False)
+        status = self.runs[external_id].status
+        return SimpleNamespace(status=status, done=status not in ("QUEUED", "RUNNING"))
 
     async def aio_cancel(self, run_id: str) -> None:
         self.cancelled.append(run_id)
@@ -234,6 +243,25 @@ async def test_submit_then_statuses_map_to_openai(
     done = await backend.get(run.id)
     assert done is not None
     assert (done.status, done.response) == ("completed", response)
+
+
+@pytest.mark.parametrize(("attempt", "ours"), [("QUEUED", "queued"), ("RUNNING", "in_progress")])
+async def test_a_failed_attempt_the_engine_retries_is_not_a_failed_run(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend, attempt: str, ours: str
+) -> None:
+    # What a poll read after a database outage: Hatchet's REST view said FAILED for a run the
+    # engine could not send to a worker yet, and then ran it; the poll answered `failed`.
+    run = await backend.submit(job())
+    engine_id = str(uuid.UUID(hex=run.id))
+    fake.runs[engine_id].status = "FAILED"
+    fake.retrying[engine_id] = attempt
+    seen = await backend.get(run.id)
+    assert seen is not None
+    assert seen.status == ours
+    del fake.retrying[engine_id]  # the engine gave up: the run failed
+    failed = await backend.get(run.id)
+    assert failed is not None
+    assert failed.status == "failed"
 
 
 async def test_idempotency_collision_returns_the_existing_run(

@@ -154,6 +154,8 @@ class RunsPort(Protocol):
 
     async def aio_get(self, workflow_run_id: str) -> Any: ...
 
+    async def aio_get_details(self, external_id: str) -> Any: ...
+
     async def aio_cancel(self, run_id: str) -> None: ...
 
 
@@ -209,7 +211,28 @@ class HatchetBackgroundBackend:
                 )
         except (NotFoundException, BadRequestException, ValueError):
             return None
-        return to_run(run_id, details.run)
+        run = to_run(run_id, details.run)
+        if run is not None and run.status == "failed":
+            return await self._confirmed_failure(run)
+        return run
+
+    async def _confirmed_failure(self, run: BackgroundRun) -> BackgroundRun:
+        """`run` as the engine's own tables have it, for a run its REST view shows failed.
+
+        That view (the engine's OLAP tables) shows FAILED as soon as an attempt fails, also
+        one the engine then tries again itself: a task it could not send to a worker whose
+        stream was down (after a database outage, a network cut), or one it took back from a
+        silent worker. A poll that believed it answered `failed` for a run that then ran and
+        completed. The run details over gRPC read the engine's task tables, which know whether
+        the run is over."""
+        async with _engine_call():
+            details = await asyncio.wait_for(
+                self.runs.aio_get_details(_uuid(run.id)), self.call_timeout
+            )
+        if details.done:
+            return run
+        running = str(getattr(details.status, "value", details.status)) == "RUNNING"
+        return run.model_copy(update={"status": "in_progress" if running else "queued"})
 
     async def cancel(self, run_id: str) -> None:
         # Hatchet cancels the task's asyncio task after a 1 s grace: CancelledError in the
