@@ -12,12 +12,10 @@ serve *args:
     uv run lgos serve demo.registry:create_registry {{ args }}
 
 # Install everything the whole test suite uses (idempotent; a fresh machine needs it once).
+# PostgreSQL, the Python environment, the browser and UI environments and the docs' assets, while
+# the Hatchet engine builds in the background (scripts/setup.sh says how).
 setup:
-    bash scripts/setup-postgres.sh
-    uv sync --all-extras --all-groups --quiet
-    bash scripts/setup-test-env.sh
-    bash scripts/setup-hatchet.sh
-    bash scripts/docs-assets.sh
+    bash scripts/setup.sh
 
 # Run the whole test suite (contract, PostgreSQL, processes, gateway, browsers, compose).
 test *args: setup

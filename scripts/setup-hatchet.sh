@@ -40,8 +40,10 @@ echo "setup-hatchet: building Hatchet $HATCHET_VERSION from $MODULE (first time 
 started=$SECONDS
 # The module's own go.mod asks for a toolchain; never download another one behind our back.
 export GOTOOLCHAIN=local
+# With -json, go reports a failed download in the JSON it prints (its "Error" field), not on stderr.
 module_json=$(go mod download -json "$MODULE@$HATCHET_VERSION") || {
-    echo "setup-hatchet: go mod download $MODULE@$HATCHET_VERSION failed (output above)" >&2
+    echo "setup-hatchet: go mod download $MODULE@$HATCHET_VERSION failed:" >&2
+    printf '%s\n' "$module_json" >&2
     exit 1
 }
 module_dir=$(printf '%s\n' "$module_json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,6 +27,13 @@ PREFIX = "lgos-standin"
 SUITE = "bookworm"
 STANDIN_PYTHON = "3.11.2"  # Debian bookworm's python3, which the python stand-in runs
 HATCHET_BIN = REPO / ".cache" / "hatchet" / "v0.105.0" / "bin"
+# The engine every docker call here talks to (else DOCKER_HOST or the default): set by the harness,
+# which may run in a thread and so never changes os.environ.
+docker_host: str | None = None
+# One caller makes the images at a time (the harness's preparation thread and a fixture may both
+# ask), and what it made is remembered for the session: `--all` -> the variables for compose.
+_ensuring = threading.Lock()
+_ensured: dict[bool, dict[str, str]] = {}
 
 
 @dataclass(frozen=True)
@@ -99,15 +107,17 @@ IMAGES = [
 
 
 def log(message: str) -> None:
+    """Progress (the harness sends it to pytest's terminal instead)."""
     print(f"images: {message}", file=sys.stderr, flush=True)
 
 
 def docker(*args: str, timeout: float = 3600, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    host = {"DOCKER_HOST": docker_host} if docker_host else {}
     return subprocess.run(
         ["docker", *args],
         text=True,
         timeout=timeout,
-        env={**os.environ, "DOCKER_BUILDKIT": "0"},
+        env={**os.environ, "DOCKER_BUILDKIT": "0", **host},
         **kwargs,  # type: ignore[arg-type]
     )
 
@@ -309,14 +319,26 @@ def registry_answers(image: str) -> bool:
 
 def ensure_python() -> str:
     """The python image the project's Dockerfiles build FROM: upstream, or its stand-in."""
-    if present(PYTHON.upstream):
-        return PYTHON.upstream
-    build(PYTHON, {"base": ensure_base()})
-    return PYTHON.standin
+    with _ensuring:
+        if present(PYTHON.upstream):
+            return PYTHON.upstream
+        build(PYTHON, {"base": ensure_base()})
+        return PYTHON.standin
 
 
 def ensure(full: bool) -> dict[str, str]:
-    """Make every image present; return the variables to hand compose (stand-ins only)."""
+    """Make every image present; return the variables to hand compose (stand-ins only). Once
+    per process: a later call gets the first one's answer (`--all` answers for both)."""
+    with _ensuring:
+        if full not in _ensured and True in _ensured:
+            wanted = {image.variable for image in IMAGES if not image.full_only}
+            _ensured[False] = {k: v for k, v in _ensured[True].items() if k in wanted}
+        if full not in _ensured:
+            _ensured[full] = _ensure(full)
+        return dict(_ensured[full])
+
+
+def _ensure(full: bool) -> dict[str, str]:
     wanted = [image for image in IMAGES if full or not image.full_only]
     missing = [image for image in wanted if not present(image.upstream)]
     if not missing or registry_answers(missing[0].upstream):

@@ -11,10 +11,12 @@ from __future__ import annotations
 import functools
 import json
 import os
+import queue
 import secrets
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,12 +37,40 @@ PORTS = (
 
 
 def log(message: str) -> None:
-    """Progress a CI log should show (the harness swaps in pytest's terminal writer)."""
+    """Progress a CI log should show."""
     emit(f"compose-stack: {message}")
 
 
-def emit(line: str) -> None:
+def show(line: str) -> None:
+    """Where a line goes: stderr, or pytest's terminal (tests/compose/prepare.py swaps it in)."""
     print(line, file=sys.stderr, flush=True)
+
+
+# Lines logged by other threads (the preparation of tests/compose/prepare.py, the stand-ins'
+# builds), shown by the main thread: pytest's terminal is the main thread's. None wakes a waiter.
+# They are kept too, for the message of a preparation that fails.
+pending: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+background_lines: list[str] = []
+
+
+def emit(line: str) -> None:
+    if threading.current_thread() is threading.main_thread():
+        flush()
+        show(line)
+    else:
+        background_lines.append(line)
+        pending.put(line)
+
+
+def flush() -> None:
+    """Show what other threads logged so far (call from the main thread)."""
+    while True:
+        try:
+            line = pending.get_nowait()
+        except queue.Empty:
+            return
+        if line is not None:
+            show(line)
 
 
 def engine_host() -> str | None:
@@ -60,10 +90,19 @@ def engine_host() -> str | None:
     return None
 
 
+# One caller at a time starts the engine: two at once would start two daemons on one socket.
+_starting_engine = threading.Lock()
+
+
 def ensure_engine() -> str | None:
     """An engine that answers, started by scripts/setup-docker.sh where none does (it installs
     Debian's docker.io as root, else says why and leaves none): then `LGOS_TEST_COMPOSE=1 just
     test` needs no step of its own, in CI or anywhere."""
+    with _starting_engine:
+        return _ensure_engine()
+
+
+def _ensure_engine() -> str | None:
     host = engine_host()
     if host is None:
         setup = subprocess.run(
@@ -103,6 +142,12 @@ def free_port() -> int:
 
 class StackError(Exception):
     """The stack did not come up; the message holds the failing services' logs."""
+
+
+# The builds of this session (see Stack.build), one at a time: the preparation's thread and a
+# fixture may both build the same images.
+_building = threading.Lock()
+_built: set[tuple[object, ...]] = set()
 
 
 @dataclass
@@ -199,7 +244,13 @@ class Stack:
         log(f"{name}: {self.timings[name]:.0f} s")
 
     def build(self, timeout: float) -> None:
-        """Build the images compose.yaml builds (api, chainlit, ...) that this run starts."""
+        """Build the images compose.yaml builds (api, chainlit, ...) that this run starts; once
+        per session for the same files, images and variables (tests/compose/prepare.py builds
+        them while the session runs, and the stack's own build then has nothing to do)."""
+        with _building:
+            self._build(timeout)
+
+    def _build(self, timeout: float) -> None:
         config = self.config()["services"]
         needed = set(self.services)
         for service in list(needed):
@@ -209,8 +260,19 @@ class Stack:
         for name in sorted(needed & set(config)):
             if "build" in config[name]:
                 built.setdefault(str(config[name]["image"]), name)
-        if built:
-            self.timed("build", "build", *sorted(built.values()), timeout=timeout)
+        if not built:
+            return
+        key = (
+            str(self.directory),
+            tuple(sorted(self.profiles)),
+            tuple(sorted(built.items())),
+            tuple(sorted(self.variables.items())),
+        )
+        if key in _built:
+            log(f"build: {', '.join(sorted(built))} built already in this session")
+            return
+        self.timed("build", "build", *sorted(built.values()), timeout=timeout)
+        _built.add(key)
 
     def up(self, deadline: float) -> None:
         """`up -d`, then wait until every started service is healthy (one-shots: exited 0)."""

@@ -5,11 +5,13 @@ images for about 20 minutes. Each run: the hatchet profile (API, worker, Hatchet
 LiteLLM), the three live suites against it. `LGOS_COMPOSE_ALL=1` (what `just demo/test-compose
 --all` sets) adds both UIs and a second stack in the dbos profile. Images come from
 tests/compose/images.py (pulled, or stand-ins built here); the engine from
-scripts/setup-docker.sh. Without an engine the tests skip with why.
+scripts/setup-docker.sh. Without an engine the tests skip with why. The engine, the images and
+the stacks' `compose build` are made in a thread from the end of collection, while the other
+tests of the session run (tests/compose/prepare.py); the fixture waits for them.
 
-The stack starts once per profile, with its own deadlines (builds, then health): a stack that
-does not come up fails the first test with `docker compose logs` of the failing services, and
-the later ones skip pointing at it (tests/support/started.py).
+The stack starts once per profile, with its own deadlines (preparation, builds, then health): a
+stack that does not come up fails the first test with `docker compose logs` of the failing
+services, and the later ones skip pointing at it (tests/support/started.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,67 +29,49 @@ import pytest
 from tests.support.browser import launch_chromium, loopback_context
 from tests.support.started import StartFailure, require, start_once
 
-from . import images
-from . import stack as harness
+from . import images, prepare
+from .prepare import FULL, NOT_OPTED_IN, OPTED_IN, STACK_PROFILES, UIS
 from .stack import REPO, Stack, ensure_engine, log, running
 
 # The stack's start has its own deadlines; each test times only its own body.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
-# What needs the engine runs when asked for (its cold image builds take about 20 minutes).
-OPTED_IN = os.environ.get("LGOS_TEST_COMPOSE") == "1"
-NOT_OPTED_IN = "the compose stack runs with `just demo/test-compose` (LGOS_TEST_COMPOSE=1)"
-
-FULL = os.environ.get("LGOS_COMPOSE_ALL") == "1"
-UIS = ["chainlit", "openwebui", "openwebui-sync"]
 # compose.yaml's development defaults: Open WebUI's admin, Chainlit's two logins, the
 # stack's PostgreSQL (Chainlit's threads are in its lgos_chainlit database).
 OPENWEBUI_ADMIN = ("openwebui@example.com", "openwebui-dev-password")
 CHAINLIT_LOGINS = (("demo", "demo"), ("guest", "guest"))
 POSTGRES_LOGIN = "lgos:lgos-dev-password"
 VIEWPORT = {"width": 1280, "height": 900}
-# profile -> (compose profiles, services to start, extra variables). With --all the hatchet
-# stack adds both UIs, and the dbos stack runs with the otel profile, API and worker exporting
-# their traces to the collector.
-PROFILES = {
-    "hatchet": (["hatchet"], ["api", "worker", "litellm", *(UIS if FULL else [])], {}),
-    "dbos": (
-        ["dbos", "otel"],
-        ["api-dbos", "worker-dbos", "litellm", "otel-collector"],
-        {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector:4318"},
-    ),
-}
 
 
-@pytest.fixture(scope="module", params=["hatchet", "dbos"] if FULL else ["hatchet"])
+@pytest.fixture(scope="module", params=STACK_PROFILES)
 def stack(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Stack | StartFailure]:
     if not OPTED_IN:
         pytest.skip(NOT_OPTED_IN)
     show_progress(request)
-    host = ensure_engine()
+    # The engine, the images and their builds, made since the end of collection (prepare.py).
+    prepared = prepare.ready()
+    if isinstance(prepared, StartFailure):
+        yield prepared
+        return
+    host = prepared.host
     if host is None:
         pytest.skip("no Docker engine answers (scripts/setup-docker.sh says why)")
-    os.environ["DOCKER_HOST"] = host  # images.py's docker calls
+    os.environ["DOCKER_HOST"] = host  # the docker calls of the tests themselves
+    images.docker_host = host
     profile = str(request.param)
-    profiles, services, settings = PROFILES[profile]
     what = f"the compose stack ({profile} profile)"
 
     def images_for_compose() -> dict[str, str]:
-        return images.ensure(full=FULL)
+        return images.ensure(full=FULL)  # made by the preparation: its answer
 
     variables = start_once(f"the images of {what}", images_for_compose)
     if isinstance(variables, StartFailure):
         yield variables
         return
-    stack = Stack(
-        directory=REPO,
-        profiles=profiles,
-        services=services,
-        workdir=tmp_path_factory.mktemp(f"compose-{profile}"),
-        variables={**variables, **settings},
-        host=host,
-    )
+    workdir = tmp_path_factory.mktemp(f"compose-{profile}")
+    stack = prepare.stack_of(profile, host, variables, workdir)
     with running_or_failure(stack, what) as started:
         yield started
 
@@ -96,20 +79,7 @@ def stack(
 def show_progress(request: pytest.FixtureRequest) -> None:
     """The engine's start, builds, health and suite counts go to the run's own output (a CI log
     shows them as they happen), not to captured stderr."""
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None or capture is None:
-        return
-    one_at_a_time = threading.Lock()  # the stand-ins build in threads
-
-    def line(text: str) -> None:
-        # Past pytest's capture, which would show it only if the test failed.
-        with one_at_a_time, capture.global_and_fixture_disabled():
-            reporter.write_line(text)
-            reporter.flush()
-
-    harness.emit = line
-    images.log = lambda message: line(f"images: {message}")
+    prepare.show_in_terminal(request.config)
 
 
 class running_or_failure:  # noqa: N801 - used as a context manager, reads as one

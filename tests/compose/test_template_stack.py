@@ -21,12 +21,12 @@ import pytest
 
 from tests.support.started import StartFailure, require, start_once
 
-from . import images
-from .stack import REPO, Stack, ensure_engine, log
-from .test_stack import NOT_OPTED_IN, OPTED_IN, running_or_failure, show_progress
+from . import images, prepare
+from .prepare import FULL, NOT_OPTED_IN, OPTED_IN
+from .stack import REPO, Stack, log
+from .test_stack import running_or_failure, show_progress
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, func_only=True)]
-FULL = os.environ.get("LGOS_COMPOSE_ALL") == "1"
 # What the template's compose file calls each upstream image, and the repo's variable for it.
 IMAGE_VARIABLES = {
     "PYTHON_IMAGE": "DEMO_PYTHON_IMAGE",
@@ -71,10 +71,16 @@ def template_stack(
     if not FULL:
         pytest.skip("the template's compose runs with `just demo/test-compose --all`")
     show_progress(request)
-    host = ensure_engine()
+    # The engine and images, made since the end of collection (prepare.py).
+    ready = prepare.ready()
+    if isinstance(ready, StartFailure):
+        yield ready
+        return
+    host = ready.host
     if host is None:
         pytest.skip("no Docker engine answers (scripts/setup-docker.sh says why)")
     os.environ["DOCKER_HOST"] = host
+    images.docker_host = host
 
     def prepared() -> Stack:
         variables = images.ensure(full=False)
