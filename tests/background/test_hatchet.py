@@ -176,6 +176,8 @@ class FakeHatchet:
         # Runs whose REST view says FAILED while the engine tries them again (its task tables
         # hold the next attempt, with this status).
         self.retrying: dict[str, str] = {}
+        # Runs the engine's task tables no longer hold (its REST view keeps them longer).
+        self.forgotten: set[str] = set()
 
     async def aio_run(
         self, input: HatchetJobInput = ..., options: Any = None, *, wait_for_result: bool = True
@@ -198,6 +200,8 @@ class FakeHatchet:
         return SimpleNamespace(run=self.runs[workflow_run_id])
 
     async def aio_get_details(self, external_id: str) -> Any:
+        if external_id in self.forgotten:
+            raise _rpc_error(grpc.StatusCode.NOT_FOUND)
         if external_id in self.retrying:
             return SimpleNamespace(status=self.retrying[external_id], done=False)
         status = self.runs[external_id].status
@@ -262,6 +266,10 @@ async def test_a_failed_attempt_the_engine_retries_is_not_a_failed_run(
     failed = await backend.get(run.id)
     assert failed is not None
     assert failed.status == "failed"
+    fake.forgotten.add(engine_id)
+    still_failed = await backend.get(run.id)
+    assert still_failed is not None
+    assert still_failed.status == "failed"
 
 
 async def test_idempotency_collision_returns_the_existing_run(

@@ -231,7 +231,11 @@ async def _outage(deployment: Deployment, cluster: Cluster, timings: Timings) ->
         await deployment.open_gate(name)
     for name, run in [*runs.items(), *retried.items()]:
         done = await finished(deployment, run.id, api=1)
-        assert (done.status, done.output_text) == ("completed", steps_text(name)), done
+        assert (done.status, done.output_text) == ("completed", steps_text(name)), (
+            name in running,
+            done.id,
+            done.error,
+        )
 
     # Nothing ran twice: every step of every run finished once, and step_1 of the runs the
     # outage caught at step_2 did not start again (their retry continued from the checkpoint).

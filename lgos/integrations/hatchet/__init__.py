@@ -225,13 +225,20 @@ class HatchetBackgroundBackend:
         silent worker. A poll that believed it answered `failed` for a run that then ran and
         completed. The run details over gRPC read the engine's task tables, which know whether
         the run is over."""
-        async with _engine_call():
-            details = await asyncio.wait_for(
-                self.runs.aio_get_details(_uuid(run.id)), self.call_timeout
-            )
+        try:
+            async with _engine_call():
+                details = await asyncio.wait_for(
+                    self.runs.aio_get_details(_uuid(run.id)), self.call_timeout
+                )
+        except grpc.RpcError as error:
+            if error.code() == grpc.StatusCode.NOT_FOUND:  # gone from those tables: it is over
+                return run
+            raise
         if details.done:
             return run
         running = str(getattr(details.status, "value", details.status)) == "RUNNING"
+        # The request's fields name the run.
+        logger.info("background.hatchet.attempt_retried")
         return run.model_copy(update={"status": "in_progress" if running else "queued"})
 
     async def cancel(self, run_id: str) -> None:
