@@ -69,8 +69,8 @@ class InMemoryBackgroundBackend:
         )
         return run
 
-    async def get(self, run_id: str) -> BackgroundRun | None:
-        return self._runs.get(run_id)
+    async def get(self, run_id: str, *, exists: bool = False) -> BackgroundRun | None:
+        return self._runs.get(run_id)  # no lag: `exists` changes nothing
 
     async def cancel(self, run_id: str) -> None:
         task = self._tasks.get(run_id)

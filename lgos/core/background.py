@@ -209,8 +209,14 @@ class BackgroundBackend(Protocol):
         """Start a run for `job`, or return the existing run for its idempotency key."""
         ...
 
-    async def get(self, run_id: str) -> BackgroundRun | None:
-        """The run with this engine id, or None when unknown."""
+    async def get(self, run_id: str, *, exists: bool = False) -> BackgroundRun | None:
+        """The run with this engine id, or None when unknown: promptly for an id the engine
+        does not know.
+
+        `exists`: the caller knows the engine has this run (the engine named it, or the store
+        indexes it under the caller). An engine whose view of a new run lags waits for it,
+        within its bound on an engine call; an engine without lag ignores it.
+        """
         ...
 
     async def cancel(self, run_id: str) -> None:

@@ -218,7 +218,7 @@ class BackgroundResponses:
         if not run.terminal:
             assert self.backend is not None
             await self.backend.cancel(run.id)
-            run = await self.backend.get(run.id) or run
+            run = await self.backend.get(run.id, exists=True) or run
             await self._log_cancel(run)
         return snapshot(run)
 
@@ -256,7 +256,7 @@ class BackgroundResponses:
         started it. The engine is read only for what the log cannot say (`RecentRuns`): the
         first poll of a run this process did not create reads it, and the view is read again
         in the background at most every `STATUS_CHECK_SECONDS`, for an end only the engine
-        knows. (Hatchet's REST view shows a new run a second or more late, and each read of
+        knows. (Hatchet's REST view shows a run's end a second or more late, and each read of
         it costs the engine a query and the API a thread; polls used to read it every time.)
         """
         log = self.events
@@ -310,11 +310,22 @@ class BackgroundResponses:
     ) -> BackgroundRun:
         log_fields.add(response_id=response_id)
         parsed = ids.parse_run_response_id(response_id)
+        store = self.stateful.store if self.stateful is not None else None
         run = None
         if parsed is not None and self.backend is not None:
-            run = await self.backend.get(parsed.nonce)
+            # An id the store indexes under this owner is a run the engine has, which a
+            # lagging engine waits for (`exists`); any other id is read once, so that an
+            # unknown one is a prompt 404.
+            run = await self.backend.get(parsed.nonce, exists=indexed)
+            # A caller that did not look in the store (an agent protocol's task): look now.
+            if (
+                run is None
+                and not indexed
+                and store is not None
+                and await store.get_response(response_id, owner_scope) is not None
+            ):
+                run = await self.backend.get(parsed.nonce, exists=True)
         # A foreign id is indistinguishable from an unknown one, and so is a deleted one.
-        store = self.stateful.store if self.stateful is not None else None
         if run is not None and not indexed and store and await store.is_deleted(response_id):
             run = None
         if (
@@ -347,7 +358,9 @@ class BackgroundResponses:
             if events:
                 continue
             if loop.time() >= next_check:
-                current = await self.backend.get(run.id)
+                # The run exists (created or read just now): a view that does not show it yet
+                # is waited for, not taken for a run that is gone.
+                current = await self.backend.get(run.id, exists=True)
                 if current is None or current.terminal:
                     # The worker writes its terminal event before the engine records the end,
                     # so a log still without one here never gets one (cancelled, or its

@@ -26,6 +26,8 @@ pytestmark = [
 ]
 
 DEADLINE_SECONDS = 60.0
+# How long a client waits for an answer that should come at once.
+CLIENT_PATIENCE_SECONDS = 10.0
 NO_DELAY = {"lgos_settings": '{"delay_seconds": 0}'}
 T = TypeVar("T")
 
@@ -279,7 +281,9 @@ async def test_failed_graph_is_failed_without_internals(deployment: Deployment) 
 
 
 async def test_unknown_id_is_a_prompt_404(deployment: Deployment) -> None:
-    client = deployment.sdk()
+    # A user's patience, without retries: an engine that waits out an id it does not know
+    # (Hatchet's SDK retried each 404 for ~17 s) makes these reads time out instead.
+    client = deployment.sdk().with_options(timeout=CLIENT_PATIENCE_SECONDS)
     for unknown in (f"resp_{uuid.uuid4().hex}{uuid.uuid4().hex}", "resp_not-ours"):
         with pytest.raises(openai.NotFoundError):
             await client.responses.retrieve(unknown)

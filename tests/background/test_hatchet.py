@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import uuid
+from collections import Counter
 from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 import grpc  # type: ignore[import-untyped]  # the SDK's dependency; no stubs
 import httpx2
 import pytest
+import tenacity
 from hatchet_sdk import Hatchet, IdempotencyCollisionError
 from hatchet_sdk.clients.rest.exceptions import (
     NotFoundException,
@@ -32,17 +35,22 @@ from lgos import (
 from lgos.background.executor import DurableRuns, JobExecutor
 from lgos.background.memory import InMemoryResponseEventLog
 from lgos.core.background import BackgroundJob, event_log
+from lgos.core.errors import NotFoundError
+from lgos.core.stored_memory import InMemoryResponseStore
 from lgos.http.mount import LanggraphOpenaiServe
 from lgos.integrations.hatchet import (
     TASK_NAME,
     HatchetBackgroundBackend,
     HatchetJobInput,
     check_engine_version,
+    connect,
     create_hatchet_task,
     engine_unavailable,
 )
 from lgos.service import responses
-from lgos.service.background import new_job
+from lgos.service.background import BackgroundResponses, new_job
+from lgos.service.retrieval import ResponseRetrieval
+from lgos.service.stateful import StatefulResponses
 from lgos.wire import ids, responses_decoder
 from tests.background.job_worker import registry
 
@@ -310,6 +318,111 @@ async def test_cancel_goes_to_the_engine(
     cancelled = await backend.get(run.id)
     assert cancelled is not None
     assert cancelled.status == "cancelled"
+
+
+class LaggingView(FakeHatchet):
+    """An engine whose REST view shows each run only from its `lag + 1`-th read on (Hatchet's
+    shows a new run some milliseconds after its trigger): the reads before are the SDK's 404."""
+
+    def __init__(self, lag: int) -> None:
+        super().__init__()
+        self.lag = lag
+        self.reads: Counter[str] = Counter()
+
+    async def aio_get(self, workflow_run_id: str) -> Any:
+        self.reads[workflow_run_id] += 1
+        if self.reads[workflow_run_id] <= self.lag:
+            raise NotFoundException(status=404, reason="Not Found")
+        return await super().aio_get(workflow_run_id)
+
+    def reads_of(self, run_id: str) -> int:
+        return self.reads[str(uuid.UUID(hex=run_id))]
+
+
+async def test_a_run_known_to_exist_is_read_until_the_view_shows_it() -> None:
+    lagging = LaggingView(lag=3)
+    backend = HatchetBackgroundBackend(lagging, lagging)
+    run = await backend.submit(job())
+    # Not known to exist: read once, and the view's 404 is the answer.
+    assert await backend.get(run.id) is None
+    assert lagging.reads_of(run.id) == 1
+    found = await backend.get(run.id, exists=True)
+    assert found is not None
+    assert (found.id, found.job) == (run.id, run.job)
+    assert lagging.reads_of(run.id) == 4
+
+
+async def test_a_retried_create_finds_the_run_the_engine_names_before_its_view_shows_it() -> None:
+    lagging = LaggingView(lag=3)
+    backend = HatchetBackgroundBackend(lagging, lagging)
+    first = await backend.submit(job(key="same"))
+    # The engine refuses the key and names the run, which its view does not show yet.
+    again = await backend.submit(job(key="same"))
+    assert (again.id, again.job) == (first.id, first.job)
+
+
+async def test_a_run_the_view_never_shows_is_none_at_the_bound() -> None:
+    lagging = LaggingView(lag=10**6)
+    backend = HatchetBackgroundBackend(lagging, lagging, call_timeout=0.3)
+    run = await backend.submit(job())
+    assert await backend.get(run.id, exists=True) is None
+    assert lagging.reads_of(run.id) > 1  # it read again before the bound
+
+
+async def test_polls_wait_for_runs_the_store_indexes_and_not_for_unknown_ids() -> None:
+    lagging = LaggingView(lag=3)
+    backend = HatchetBackgroundBackend(lagging, lagging)
+    stateful = StatefulResponses(InMemoryResponseStore(), registry(), backend)
+    background = BackgroundResponses(registry(), backend, stateful)
+    retrieval = ResponseRetrieval(stateful, background)  # GET /v1/responses/{id}
+    body = {"model": "background-mock", "input": "x", "background": True}
+
+    async def create() -> str:
+        decoded = responses_decoder.decode(body)
+        created = await background.create(decoded, owner_scope="default", idempotency_key=None)
+        return str(created["id"])
+
+    # A poll right after the create, which the view does not show yet.
+    polled = await create()
+    assert (await retrieval.retrieve(polled, "default"))["id"] == polled
+    # An agent protocol's task, read without looking in the store first.
+    task = await create()
+    assert (await background.retrieve(task, owner_scope="default"))["id"] == task
+    # An id nobody created: one read, then the 404.
+    unknown = str(ids.RunResponseId(ids.new_hex(), uuid.uuid4().hex))
+    with pytest.raises(NotFoundError):
+        await retrieval.retrieve(unknown, "default")
+    parsed = ids.parse_run_response_id(unknown)
+    assert parsed is not None
+    assert lagging.reads_of(parsed.nonce) == 1
+
+
+def test_the_apis_reads_retry_quickly_with_the_sdks_settings(
+    hatchet: Hatchet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HATCHET_CLIENT_NAMESPACE", "Reports")
+    monkeypatch.setenv("HATCHET_CLIENT_TENACITY_MAX_ATTEMPTS", "6")
+    config = connect(quick_retries=True).runs.client_config
+    # HATCHET_CLIENT_* as the SDK reads them (the fixture's token and TLS strategy).
+    assert config.token == hatchet.config.token
+    assert (config.host_port, config.tls_config.strategy) == ("hatchet.invalid:7070", "none")
+    assert config.namespace == "reports_"
+    assert config.tenacity.max_attempts == 6
+
+    def longest_wait(config: Any) -> float:
+        """The most the SDK waits in all between its attempts at a call (jitter at its top)."""
+        wait = config.tenacity.wait()  # as the SDK builds it
+        state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})
+        total = 0.0
+        for attempt in range(1, config.tenacity.max_attempts):
+            state.attempt_number = attempt
+            total += wait(state)
+        return float(total)
+
+    monkeypatch.setattr(random, "uniform", lambda low, high: high)
+    assert longest_wait(config) < 1.0
+    # Triggers keep the SDK's own back-off (1, 2, 4, 8 s and jitter: ~17 s before a 404).
+    assert longest_wait(connect().runs.client_config) > 10
 
 
 @pytest.mark.parametrize("version", [None, "v0.80.0", "v0.98.8", "garbage"])

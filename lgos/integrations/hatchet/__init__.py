@@ -1,10 +1,15 @@
 """Hatchet engine: background Responses as runs of one Hatchet task.
 
 API processes trigger the task (gRPC), read runs over REST (the gRPC details call retries
-NOT_FOUND for many seconds; the SDK's REST read also retries a 404, with backoff, while its
-view does not show a new run yet, a second or more) and cancel them; `lgos worker`
-(`LGOS_BACKGROUND=hatchet`) runs the task with the registry and resources in the worker's
-lifespan. Hatchet stores each run's input (the `BackgroundJob`) and output (the Response JSON).
+NOT_FOUND for many seconds) and cancel them; `lgos worker` (`LGOS_BACKGROUND=hatchet`) runs the
+task with the registry and resources in the worker's lifespan. Hatchet stores each run's input
+(the `BackgroundJob`) and output (the Response JSON).
+
+The REST view shows a new run some milliseconds after its trigger, and the SDK retries every
+REST 404 for it. The API reads through a client whose retries are quick (`QuickRetryWait`), so
+an id the engine does not know is a prompt 404; where LGOS knows the run exists (the engine
+named it, or the store indexes it) the backend waits for the view itself, within its bound on
+an engine call (`HatchetBackgroundBackend.get(exists=True)`).
 
 Idempotency is Hatchet's own TTL idempotency on `input.idempotency_key`: the engine refuses a
 second trigger with a claimed key (`IdempotencyCollisionError`) and names the existing run, on
@@ -29,10 +34,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import grpc  # type: ignore[import-untyped]  # the SDK's dependency; no stubs
+import tenacity  # the SDK's dependency
 from hatchet_sdk import (
+    ClientConfig,
     Context,
     Hatchet,
     IdempotencyCollisionError,
+    TenacityConfig,
     TTLBasedIdempotencyConfig,
 )
 from hatchet_sdk.clients.rest.exceptions import (
@@ -57,6 +65,7 @@ __all__ = [
     "TASK_NAME",
     "HatchetBackgroundBackend",
     "HatchetJobInput",
+    "QuickRetryWait",
     "check_engine_version",
     "create_hatchet_task",
     "open_hatchet_client",
@@ -77,6 +86,10 @@ DEFAULT_IDEMPOTENCY_TTL = timedelta(hours=24)
 ENGINE_CALL_TIMEOUT_SECONDS = 30.0
 # How often a cancel re-reads the run until the engine shows it finished.
 CANCEL_POLL_SECONDS = 0.1
+# A read of a run the engine has (`get(exists=True)`) that its REST view does not show yet is
+# read again after these pauses, doubling from the first to the longest, within `call_timeout`.
+EXISTING_RUN_FIRST_PAUSE_SECONDS = 0.05
+EXISTING_RUN_LONGEST_PAUSE_SECONDS = 1.0
 
 # Hatchet names its statuses as we do, in capitals (and says RUNNING for in progress).
 _STATUS = engine_statuses(
@@ -197,24 +210,42 @@ class HatchetBackgroundBackend:
                     self.task.aio_run(task_input, wait_for_result=False), self.call_timeout
                 )
         except IdempotencyCollisionError as collision:
-            existing = await self.get(_hex(collision.existing_run_external_id))
+            existing = await self.get(_hex(collision.existing_run_external_id), exists=True)
             if existing is None:
                 raise RuntimeError("Hatchet named an existing run it cannot find") from collision
             return existing
         return BackgroundRun(id=_hex(ref.workflow_run_id), job=job, status="queued")
 
-    async def get(self, run_id: str) -> BackgroundRun | None:
+    async def get(self, run_id: str, *, exists: bool = False) -> BackgroundRun | None:
         try:
-            async with _engine_call():
-                details = await asyncio.wait_for(
-                    self.runs.aio_get(_uuid(run_id)), self.call_timeout
-                )
-        except (NotFoundException, BadRequestException, ValueError):
+            engine_id = _uuid(run_id)
+        except ValueError:
             return None
-        run = to_run(run_id, details.run)
+        details = await self._read(engine_id)
+        if exists:
+            # The engine named this run, or the store indexes it: the REST view shows a new
+            # run some milliseconds after its trigger (longer under load), so read it again
+            # until it shows, within the bound on an engine call. An id not known to exist is
+            # read once (with the SDK's quick retries): a prompt None, the client's 404.
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.call_timeout
+            pause = EXISTING_RUN_FIRST_PAUSE_SECONDS
+            while details is None and loop.time() + pause < deadline:
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, EXISTING_RUN_LONGEST_PAUSE_SECONDS)
+                details = await self._read(engine_id)
+        run = None if details is None else to_run(run_id, details.run)
         if run is not None and run.status == "failed":
             return await self._confirmed_failure(run)
         return run
+
+    async def _read(self, engine_id: str) -> Any | None:
+        """The REST view of a run (`V1WorkflowRunDetails`), or None while it shows none."""
+        try:
+            async with _engine_call():
+                return await asyncio.wait_for(self.runs.aio_get(engine_id), self.call_timeout)
+        except (NotFoundException, BadRequestException):
+            return None
 
     async def _confirmed_failure(self, run: BackgroundRun) -> BackgroundRun:
         """`run` as the engine's own tables have it, for a run its REST view shows failed.
@@ -342,11 +373,29 @@ def _route_sdk_logs() -> None:
     sdk_logger.propagate = True
 
 
-def connect() -> Hatchet:
-    """The SDK's client from HATCHET_CLIENT_* (and .env files); a bad setup is a clear error."""
+class QuickRetryWait(tenacity.wait_exponential_jitter):
+    """The SDK's wait between its attempts at a call, made short: 20, 40, 80, 160 ms, each
+    with up to 20 ms of jitter (0.38 s at most over the SDK's 5 attempts).
+
+    The SDK retries every REST 404 and 5xx (a new run's REST view lags its trigger), by
+    default after 1, 2, 4 and 8 s plus up to 1 s of jitter each: ~17 s before any read of an
+    unknown id (a client's random, foreign or deleted id) answers. The tenacity settings call
+    the wait class with no arguments, hence the defaults here."""
+
+    def __init__(self) -> None:
+        super().__init__(multiplier=0.02, max=0.25, jitter=0.02)
+
+
+def connect(*, quick_retries: bool = False) -> Hatchet:
+    """The SDK's client from HATCHET_CLIENT_* (and .env files); a bad setup is a clear error.
+
+    `quick_retries`: the SDK waits `QuickRetryWait` between its attempts at a call, not its own
+    back-off; its other retry settings (HATCHET_CLIENT_TENACITY_*) stay as they are."""
     _route_sdk_logs()
     try:
-        return Hatchet()
+        if not quick_retries:
+            return Hatchet()
+        return Hatchet(config=ClientConfig(tenacity=TenacityConfig(wait=QuickRetryWait)))
     except ValidationError as error:
         first = error.errors()[0].get("msg", str(error))
         raise ConfigurationError(f"LGOS_BACKGROUND=hatchet: {first}") from None
@@ -394,7 +443,12 @@ async def open_hatchet_client(
     logger.info("background.hatchet.connected", extra={"engine_version": version})
     yield HatchetBackgroundBackend(
         create_hatchet_task(hatchet),
-        hatchet.runs,
+        # Reads and cancels through a client of their own whose SDK retries are quick: an
+        # unknown id is a prompt 404, and the backend waits itself for a run it knows exists
+        # (`get(exists=True)`). Triggers keep the SDK's patience (a run's, a webhook's: a
+        # trigger that gave up early in an engine blip would be a 503, or a lost delivery).
+        # The client opens no connection until a call: REST builds one per call.
+        connect(quick_retries=True).runs,
         events=events,
         webhooks=webhook_trigger(hatchet, webhooks),
     )
