@@ -48,6 +48,11 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
 
+# The usage of a run that called no model, shared (the dataclass is frozen): most runs of a
+# graph without a model, and every answer that reports none, would build it again.
+NO_USAGE = Usage()
+
+
 @dataclass(frozen=True, slots=True)
 class Citation:
     """A source the answer cites; indexes are into the answer text (end exclusive)."""
@@ -87,7 +92,7 @@ class Finished:
 
     message: AIMessage
     text: str
-    usage: Usage = Usage()
+    usage: Usage = NO_USAGE
     citations: tuple[Citation, ...] = ()
     # A thread-keeping graph's checkpoint at the end of the run (the next turn starts there).
     checkpoint_id: str | None = None
@@ -122,7 +127,7 @@ class Interrupted:
     run_id: str
     interrupts: tuple[PendingInterrupt, ...]
     text: str
-    usage: Usage = Usage()
+    usage: Usage = NO_USAGE
     checkpoint_id: str | None = None
 
 

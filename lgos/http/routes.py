@@ -33,7 +33,7 @@ from lgos.http.auth import (
 )
 from lgos.http.body import RequestLimits, json_body
 from lgos.http.errors import lgos_error_response, not_found_response, server_error_response
-from lgos.http.rendering import JSON
+from lgos.http.rendering import JSON, AnswerJSON
 from lgos.http.request_log import send_logged
 from lgos.http.sse import DONE, data_event, named_event
 from lgos.http.stateful import ConversationRoutes, StatefulRoutes
@@ -194,7 +194,7 @@ class OpenAIRoutes:
             lambda: self._chat_answer(decoded, scope),
         )
         if isinstance(answer, Mapping):
-            return JSON(answer)
+            return AnswerJSON(answer)
         return EventStreamResponse(answer, data_event, last=DONE, ping_interval=self.ping_interval)
 
     async def _chat_answer(self, decoded: chat_decoder.DecodedChatRequest, scope: str) -> Answer:
@@ -214,7 +214,7 @@ class OpenAIRoutes:
         scope = await self.scope(request)
         if decoded.background:
             if not decoded.stream:
-                return JSON(
+                return AnswerJSON(
                     await self.background.create(decoded, owner_scope=scope, idempotency_key=key)
                 )
             queued = await self.background.create_stream(
@@ -229,7 +229,7 @@ class OpenAIRoutes:
             lambda: self._foreground_answer(decoded, scope),
         )
         if isinstance(answer, Mapping):
-            return JSON(answer)
+            return AnswerJSON(answer)
         return EventStreamResponse(answer, named_event, ping_interval=self.ping_interval)
 
     async def _foreground_answer(

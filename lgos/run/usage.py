@@ -23,7 +23,7 @@ from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
-from lgos.core.run_events import Usage
+from lgos.core.run_events import NO_USAGE, Usage
 
 
 class UsageCollector(BaseCallbackHandler):
@@ -73,7 +73,7 @@ class UsageCollector(BaseCallbackHandler):
 
 def usage_from_metadata(usage: UsageMetadata | None) -> Usage:
     if not usage:
-        return Usage()
+        return NO_USAGE
     input_details: Any = usage.get("input_token_details") or {}
     output_details: Any = usage.get("output_token_details") or {}
     return Usage(

@@ -66,6 +66,11 @@ class RunPlan:
     checkpoint_id: str | None = None
 
 
+# The plan of most requests (a graph that never pauses, no thread kept): frozen, so shared
+# rather than built for every request.
+_PLAIN_RUN = RunPlan(run_id=None, resume=None)
+
+
 def plan_run(
     config: GraphConfig,
     *,
@@ -84,6 +89,8 @@ def plan_run(
     pausable = config.checkpointed
     keep = keep_thread and config.keeps_thread
     if answers is None:
+        if not (pausable or keep):
+            return _PLAIN_RUN
         return RunPlan(
             run_id=(run_id or ids.new_hex()) if pausable else None,
             resume=None,

@@ -38,6 +38,11 @@ def conversation_not_found(conversation_id: str, param: str) -> NotFoundError:
     return NotFoundError(f"Conversation with id '{conversation_id}' not found.", param=param)
 
 
+# The turn of a request that continues nothing, by whether it is stored: frozen, so shared
+# rather than built for every request.
+_TURNS = {True: Turn(store=True), False: Turn(store=False)}
+
+
 @dataclass(frozen=True, slots=True)
 class Page:
     after: str | None = None
@@ -82,7 +87,7 @@ class StatefulResponses:
             if record is None:
                 if decoded.answers is not None:
                     # Answering a pause needs no stored Response: the run holds the question.
-                    return decoded, Turn(store=store)
+                    return decoded, _TURNS[store]
                 raise InvalidRequestError(
                     f"Previous response with id '{previous_id}' not found.",
                     param="previous_response_id",
@@ -127,7 +132,7 @@ class StatefulResponses:
                 checkpoint_id=head or None,
             )
             return resolved, turn
-        return decoded, Turn(store=store)
+        return decoded, _TURNS[store]
 
     async def conversation(
         self, conversation_id: str, scope: str, *, param: str = "conversation_id"
