@@ -17,9 +17,11 @@ serve *args:
 setup:
     bash scripts/setup.sh
 
-# Run the whole test suite (contract, PostgreSQL, processes, gateway, browsers, compose).
+# Run the whole test suite (contract, PostgreSQL, processes, gateway, browsers, compose): two pytest
+# processes at once, the fault tests beside the rest (scripts/test.sh says why); naming a path or a
+# test runs one pytest as asked.
 test *args: setup
-    uv run pytest {{ args }}
+    bash scripts/test.sh {{ args }}
 
 # Copy the screenshots the browser tests took (build/screenshots/) over the docs' pictures.
 docs-images:
