@@ -33,6 +33,7 @@ from lgos.http.auth import (
 )
 from lgos.http.body import RequestLimits, json_body
 from lgos.http.errors import lgos_error_response, not_found_response, server_error_response
+from lgos.http.headers import IndexedRequest
 from lgos.http.rendering import JSON, AnswerJSON
 from lgos.http.request_log import send_logged
 from lgos.http.sse import DONE, data_event, named_event
@@ -61,10 +62,7 @@ FIRST_EVENT_PATIENCE_SECONDS = 5.0
 
 
 def _request_id(request: Request) -> str:
-    headers = request.headers
-    # `in` first: Starlette's `get` raises and catches a KeyError for a missing header, and
-    # most clients send none.
-    candidate = headers["x-request-id"] if "x-request-id" in headers else None  # noqa: SIM401
+    candidate = request.headers.get("x-request-id")  # most clients send none
     if candidate and _SANE_REQUEST_ID.fullmatch(candidate):
         return candidate
     return ids.new_hex()
@@ -93,7 +91,7 @@ class Guarded:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
-        request = Request(scope, receive, send)
+        request = IndexedRequest(scope, receive, send)
         request_id = _request_id(request)
         token = log_fields.bind(request_id=request_id)
         try:

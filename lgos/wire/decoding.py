@@ -104,7 +104,11 @@ MAX_IDEMPOTENCY_KEY_LENGTH = 255
 def idempotency_key(headers: Mapping[str, str], body_key: str | None = None) -> str | None:
     """The client's Idempotency-Key: a header (either spelling), else `body_key` (what LiteLLM
     forwards in a Responses body); None when the client sent none."""
-    key = next((headers[name] for name in IDEMPOTENCY_HEADERS if name in headers), body_key)
+    key = body_key
+    for name in IDEMPOTENCY_HEADERS:
+        if name in headers:
+            key = headers[name]
+            break
     if key is None:
         return None
     if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:

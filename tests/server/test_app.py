@@ -457,3 +457,39 @@ async def test_a_body_that_stops_coming_gets_a_408_after_the_body_timeout() -> N
     stall.set()
     assert status == 408, reply
     assert json.loads(reply)["error"]["code"] == "request_timeout"
+
+
+async def test_serve_freezes_what_start_up_left_alive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lgos serve`'s app moves the objects alive after start-up out of the garbage collector's
+    sight (`gc.freeze`), so that full collections do not walk them again (docs/benchmarks.md);
+    an app built with `create_app` alone leaves the collector as it is."""
+    import gc
+
+    from lgos.server import app as server_app
+
+    made: list[dict[str, object]] = []
+    real_create_app = server_app.create_app
+
+    def recording_create_app(*args: object, **kwargs: object) -> object:
+        made.append(kwargs)
+        return real_create_app(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(server_app, "create_app", recording_create_app)
+    monkeypatch.setenv("LGOS_REGISTRY", "tests.server.sample_app.registry:create_registry")
+    monkeypatch.setenv("LGOS_BACKGROUND", "none")
+    monkeypatch.delenv("LGOS_POSTGRES_URI", raising=False)
+    server_app.app_from_environment()
+    assert made[0]["freeze_startup_objects"] is True
+
+    gc.unfreeze()
+    try:
+        plain = create_app(create_registry, settings=explicit_settings())
+        async with plain.router.lifespan_context(plain):
+            assert gc.get_freeze_count() == 0
+        frozen = create_app(
+            create_registry, settings=explicit_settings(), freeze_startup_objects=True
+        )
+        async with frozen.router.lifespan_context(frozen):
+            assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
