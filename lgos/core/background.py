@@ -254,6 +254,14 @@ class ResponseEventLog(Protocol):
         """The events with `sequence_number > after`, in order."""
         ...
 
+    async def read_or_start(
+        self, run_id: str, after: int, first: Sequence[Mapping[str, Any]]
+    ) -> list[Mapping[str, Any]]:
+        """The events with `sequence_number > after`, in order, as they were; when there are
+        none, `first` is stored (what `read`, then `append` when it found nothing, do, in one
+        round trip where the log has them). A worker's first step on a run it holds."""
+        ...
+
     async def wait(self, run_id: str, after: int, patience: float) -> None:
         """Return when an event after `after` may be there, or after `patience` seconds."""
         ...
