@@ -55,6 +55,7 @@ from benchmarks.durable.deployments import (
     dbos_url,
     engine_settings,
     environment,
+    exported,
     lgos_deployment,
     started,
     stop_children_on_sigterm,
@@ -90,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         hatchet_env = stack.enter_context(
             engine_settings("hatchet" if "hatchet" in engines else "none")
         )
-        os.environ.update(hatchet_env)  # the floor's Hatchet client in this process
+        # The floor's Hatchet client in this process, until the engine stops.
+        stack.enter_context(exported(hatchet_env))
         deployments = {
             engine: stack.enter_context(lgos_deployment(engine, stack, hatchet_env))
             for engine in engines

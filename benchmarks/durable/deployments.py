@@ -123,6 +123,27 @@ def environment(**values: str) -> dict[str, str]:
 
 
 @contextmanager
+def exported(values: dict[str, str]) -> Iterator[None]:
+    """`values` in this process's environment for the block (a Hatchet client here reads its
+    settings from it), then the environment as it was.
+
+    Left set, a stopped engine's HATCHET_CLIENT_* would outlive it: `engine_settings` (through
+    `tests.support.hatchet.running_engine`) takes a HATCHET_CLIENT_TOKEN in the environment for
+    an engine given from outside, so the next engine would not be started and its deployment
+    would dial the stopped one (the webhook part of `just bench-durable` did, and crashed)."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
 def engine_settings(engine: str) -> Iterator[dict[str, str]]:
     """Client settings of the engine's own service (only Hatchet has one)."""
     if engine != "hatchet":

@@ -39,6 +39,7 @@ from benchmarks.durable.deployments import (
     database,
     engine_settings,
     environment,
+    exported,
     started,
     stop_children_on_sigterm,
     tree_cpu_seconds,
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0]
     with ExitStack() as stack:
         hatchet_env = stack.enter_context(engine_settings("hatchet"))
-        os.environ.update(hatchet_env)  # the floor's client in this process
+        stack.enter_context(exported(hatchet_env))  # the floor's client in this process
         engine = _engine(hatchet_env)
         targets = {
             "before": Target(stack, args.before.resolve(), "before", hatchet_env),

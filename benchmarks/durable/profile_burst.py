@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shutil
 import signal
 import subprocess
@@ -31,6 +30,7 @@ from openai import AsyncOpenAI
 from benchmarks.durable.deployments import (
     cpu_seconds,
     engine_settings,
+    exported,
     lgos_deployment,
     stop_children_on_sigterm,
 )
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.bursts * args.size
     with ExitStack() as stack, tempfile.TemporaryDirectory() as scratch:
         settings = stack.enter_context(engine_settings(args.engine))
-        os.environ.update(settings)
+        stack.enter_context(exported(settings))
         deployment = stack.enter_context(lgos_deployment(args.engine, stack, settings))
         processes = {"API": deployment.processes[0], "one worker": deployment.processes[1]}
         raws = {name: Path(scratch) / f"{index}.raw" for index, name in enumerate(processes)}

@@ -204,7 +204,12 @@ class _Run:
         assert coordinator is not None  # a durable registry checkpoints every background graph
         key = checkpoint_thread_id(self.job.owner_scope, self.prepared.model, run_id)
         async with coordinator.lease(key):
-            written = await self.written(events)
+            # A run no execution started is started here, in the same round trip as the read.
+            started = ResponsesStream(self.prepared.echo, sequence=FIRST_WORKER_SEQUENCE)
+            first = started.in_progress()
+            written = as_events(
+                await events.read_or_start(self.engine_run_id, FIRST_WORKER_SEQUENCE - 1, [first])
+            )
             if written and written[-1]["type"] in TERMINAL_EVENTS:
                 logger.info("background.already_finished")
                 return as_response(written[-1]["response"])
@@ -221,9 +226,7 @@ class _Run:
                 await run.log_end(events, lost, written[-1]["sequence_number"] + 1)
                 return lost
             if not written:
-                started = ResponsesStream(self.prepared.echo, sequence=FIRST_WORKER_SEQUENCE)
-                written = [started.in_progress()]
-                await events.append(self.engine_run_id, written)
+                written = [first]
             if self.job.stream:
                 return await run.streamed(events, written)
             response = await run.polled()

@@ -69,8 +69,10 @@ class InMemoryBackgroundBackend:
         )
         return run
 
-    async def get(self, run_id: str, *, exists: bool = False) -> BackgroundRun | None:
-        return self._runs.get(run_id)  # no lag: `exists` changes nothing
+    async def get(
+        self, run_id: str, *, exists: bool = False, known: BackgroundRun | None = None
+    ) -> BackgroundRun | None:
+        return self._runs.get(run_id)  # no lag and no cost: `exists` and `known` change nothing
 
     async def cancel(self, run_id: str) -> None:
         task = self._tasks.get(run_id)

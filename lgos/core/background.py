@@ -209,13 +209,20 @@ class BackgroundBackend(Protocol):
         """Start a run for `job`, or return the existing run for its idempotency key."""
         ...
 
-    async def get(self, run_id: str, *, exists: bool = False) -> BackgroundRun | None:
+    async def get(
+        self, run_id: str, *, exists: bool = False, known: BackgroundRun | None = None
+    ) -> BackgroundRun | None:
         """The run with this engine id, or None when unknown: promptly for an id the engine
         does not know.
 
         `exists`: the caller knows the engine has this run (the engine named it, or the store
         indexes it under the caller). An engine whose view of a new run lags waits for it,
         within its bound on an engine call; an engine without lag ignores it.
+
+        `known`: the caller's last view of this run, which holds its job. An engine whose
+        whole view costs more than its status may read the status only and return `known`
+        with it (a completed run still comes with its Response); while its view does not show
+        the run, it returns `known` as it is. Other engines ignore it.
         """
         ...
 
@@ -245,6 +252,14 @@ class ResponseEventLog(Protocol):
 
     async def read(self, run_id: str, after: int = -1) -> list[Mapping[str, Any]]:
         """The events with `sequence_number > after`, in order."""
+        ...
+
+    async def read_or_start(
+        self, run_id: str, after: int, first: Sequence[Mapping[str, Any]]
+    ) -> list[Mapping[str, Any]]:
+        """The events with `sequence_number > after`, in order, as they were; when there are
+        none, `first` is stored (what `read`, then `append` when it found nothing, do, in one
+        round trip where the log has them). A worker's first step on a run it holds."""
         ...
 
     async def wait(self, run_id: str, after: int, patience: float) -> None:

@@ -30,6 +30,14 @@ class InMemoryResponseEventLog:
         stored = self._events.get(run_id, {})
         return [stored[number] for number in sorted(stored) if number > after]
 
+    async def read_or_start(
+        self, run_id: str, after: int, first: Sequence[Mapping[str, Any]]
+    ) -> list[Mapping[str, Any]]:
+        found = await self.read(run_id, after)
+        if not found:
+            await self.append(run_id, first)
+        return found
+
     async def last(self, run_id: str) -> Mapping[str, Any] | None:
         stored = self._events.get(run_id)
         return stored[max(stored)] if stored else None

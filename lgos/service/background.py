@@ -257,7 +257,8 @@ class BackgroundResponses:
         first poll of a run this process did not create reads it, and the view is read again
         in the background at most every `STATUS_CHECK_SECONDS`, for an end only the engine
         knows. (Hatchet's REST view shows a run's end a second or more late, and each read of
-        it costs the engine a query and the API a thread; polls used to read it every time.)
+        it costs the engine a query and the API a thread; polls used to read it every time. The
+        background reads ask for the status alone: the job is known.)
         """
         log = self.events
         assert log is not None  # results_in_log
@@ -270,7 +271,8 @@ class BackgroundResponses:
             return await self._first_poll(response_id, run_id, owner_scope, last)
         backend = self.backend
         assert backend is not None
-        self.recent.read_again_if_old(run_id, lambda: backend.get(run_id))
+        # The job is known: the engine need only say the status.
+        self.recent.read_again_if_old(run_id, lambda: backend.get(run_id, known=known))
         return _as_logged(known, last)
 
     async def _first_poll(

@@ -186,6 +186,7 @@ class FakeHatchet:
         self.retrying: dict[str, str] = {}
         # Runs the engine's task tables no longer hold (its REST view keeps them longer).
         self.forgotten: set[str] = set()
+        self.status_reads = 0
 
     async def aio_run(
         self, input: HatchetJobInput = ..., options: Any = None, *, wait_for_result: bool = True
@@ -206,6 +207,12 @@ class FakeHatchet:
         if workflow_run_id not in self.runs:
             raise NotFoundException(status=404, reason="Not Found")
         return SimpleNamespace(run=self.runs[workflow_run_id])
+
+    async def aio_get_status(self, workflow_run_id: str) -> Any:
+        self.status_reads += 1
+        if workflow_run_id not in self.runs:
+            raise NotFoundException(status=404, reason="Not Found")
+        return self.runs[workflow_run_id].status
 
     async def aio_get_details(self, external_id: str) -> Any:
         if external_id in self.forgotten:
@@ -318,6 +325,57 @@ async def test_cancel_goes_to_the_engine(
     cancelled = await backend.get(run.id)
     assert cancelled is not None
     assert cancelled.status == "cancelled"
+
+
+class CountedViews(FakeHatchet):
+    """Counts the reads of runs' whole REST view."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.view_reads = 0
+
+    async def aio_get(self, workflow_run_id: str) -> Any:
+        self.view_reads += 1
+        return await super().aio_get(workflow_run_id)
+
+
+async def test_a_known_run_is_read_again_by_its_status_alone() -> None:
+    # The polls' background reads (`RecentRuns`) hold the job: the engine's whole view of the
+    # run (five queries, the input and output) is read only when its status will not do.
+    engine = CountedViews()
+    backend = HatchetBackgroundBackend(engine, engine)
+    known = await backend.submit(job())
+    engine_run = engine.runs[str(uuid.UUID(hex=known.id))]
+    for hatchet_status, ours in [
+        ("QUEUED", "queued"),
+        ("RUNNING", "in_progress"),
+        ("CANCELLED", "cancelled"),
+        ("FAILED", "failed"),
+    ]:
+        engine_run.status = hatchet_status
+        got = await backend.get(known.id, known=known)
+        assert got is not None
+        assert (got.status, got.job, got.response) == (ours, known.job, None)
+    assert (engine.status_reads, engine.view_reads) == (4, 0)
+    # A failure the engine is still retrying is no failure, as on a whole read.
+    engine.retrying[str(uuid.UUID(hex=known.id))] = "RUNNING"
+    retried = await backend.get(known.id, known=known)
+    assert retried is not None
+    assert retried.status == "in_progress"
+    # A completed run's Response is its output: the whole view is read.
+    response = {"object": "response", "status": "completed", "id": "resp_x"}
+    engine_run.status, engine_run.output = "COMPLETED", {TASK_NAME: response}
+    done = await backend.get(known.id, known=known)
+    assert done is not None
+    assert (done.status, done.response, engine.view_reads) == ("completed", response, 1)
+
+
+async def test_a_known_run_the_view_does_not_show_yet_stays_as_known(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    known = await backend.submit(job())
+    del fake.runs[str(uuid.UUID(hex=known.id))]  # the REST view lags the trigger
+    assert await backend.get(known.id, known=known) == known
 
 
 class LaggingView(FakeHatchet):

@@ -83,9 +83,11 @@ class DBOSBackgroundBackend:
             raise RuntimeError(f"DBOS workflow {run_id} vanished right after its enqueue")
         return existing
 
-    async def get(self, run_id: str, *, exists: bool = False) -> BackgroundRun | None:
+    async def get(
+        self, run_id: str, *, exists: bool = False, known: BackgroundRun | None = None
+    ) -> BackgroundRun | None:
         # DBOS's view is its own tables, which have a run from its enqueue on: `exists`
-        # changes nothing.
+        # changes nothing, and neither does `known` (the status comes with the run's row).
         if self.pool is not None:
             async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
                 await cur.execute(READ_RUN, (run_id,))

@@ -167,6 +167,8 @@ class RunsPort(Protocol):
 
     async def aio_get(self, workflow_run_id: str) -> Any: ...
 
+    async def aio_get_status(self, workflow_run_id: str) -> Any: ...
+
     async def aio_get_details(self, external_id: str) -> Any: ...
 
     async def aio_cancel(self, run_id: str) -> None: ...
@@ -216,11 +218,17 @@ class HatchetBackgroundBackend:
             return existing
         return BackgroundRun(id=_hex(ref.workflow_run_id), job=job, status="queued")
 
-    async def get(self, run_id: str, *, exists: bool = False) -> BackgroundRun | None:
+    async def get(
+        self, run_id: str, *, exists: bool = False, known: BackgroundRun | None = None
+    ) -> BackgroundRun | None:
         try:
             engine_id = _uuid(run_id)
         except ValueError:
             return None
+        if known is not None:
+            refreshed = await self._refreshed(engine_id, known)
+            if refreshed is not None:
+                return refreshed
         details = await self._read(engine_id)
         if exists:
             # The engine named this run, or the store indexes it: the REST view shows a new
@@ -238,6 +246,25 @@ class HatchetBackgroundBackend:
         if run is not None and run.status == "failed":
             return await self._confirmed_failure(run)
         return run
+
+    async def _refreshed(self, engine_id: str, known: BackgroundRun) -> BackgroundRun | None:
+        """`known` with the status the engine gives it now, from the REST status alone (one
+        query of the engine, a string back) rather than the run's whole view (five queries,
+        its input, output and events); `known` as it is while the view does not show the run.
+        None when only the whole view will do: a completed run (its Response is its output),
+        or a status this engine does not name."""
+        try:
+            async with _engine_call():
+                status = await asyncio.wait_for(
+                    self.runs.aio_get_status(engine_id), self.call_timeout
+                )
+        except (NotFoundException, BadRequestException):
+            return known
+        ours = _STATUS.get(str(getattr(status, "value", status)))
+        if ours is None or ours == "completed":
+            return None
+        run = known if ours == known.status else known.model_copy(update={"status": ours})
+        return await self._confirmed_failure(run) if ours == "failed" else run
 
     async def _read(self, engine_id: str) -> Any | None:
         """The REST view of a run (`V1WorkflowRunDetails`), or None while it shows none."""

@@ -36,6 +36,32 @@ WITH added AS (
 SELECT pg_notify('{_EVENTS_CHANNEL}', %(run_id)s) WHERE EXISTS (SELECT FROM added)
 """
 
+# A worker's first step on a run it holds: the events after a sequence number, and when there
+# are none the run's first events, stored and announced, in one round trip. Every part reads
+# the same snapshot, so the insert sees only the events that were there before it; `notified`
+# is read by the outer query, so it runs (its row, a NULL, is left out by the caller).
+_READ_OR_START = f"""
+WITH existing AS (
+    SELECT sequence_number, event FROM lgos_response_events
+    WHERE run_id = %(run_id)s AND sequence_number > %(after)s
+),
+added AS (
+    INSERT INTO lgos_response_events (run_id, sequence_number, event)
+    SELECT %(run_id)s, number, event
+    FROM unnest(%(numbers)s::integer[], %(events)s::jsonb[]) AS batch(number, event)
+    WHERE NOT EXISTS (SELECT FROM existing)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+),
+notified AS (
+    SELECT pg_notify('{_EVENTS_CHANNEL}', %(run_id)s) WHERE EXISTS (SELECT FROM added)
+)
+SELECT sequence_number, event FROM existing
+UNION ALL
+SELECT NULL, NULL FROM notified
+ORDER BY 1
+"""
+
 
 class PostgresResponseEventLog:
     """The log in table `lgos_response_events` (created by LGOS's migrations) on the server's
@@ -75,6 +101,21 @@ class PostgresResponseEventLog:
                 (run_id, after),
             )
             return [row[0] for row in await cur.fetchall()]
+
+    async def read_or_start(
+        self, run_id: str, after: int, first: Sequence[Mapping[str, Any]]
+    ) -> list[Mapping[str, Any]]:
+        async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                _READ_OR_START,
+                {
+                    "run_id": run_id,
+                    "after": after,
+                    "numbers": [int(event["sequence_number"]) for event in first],
+                    "events": [Jsonb(event) for event in first],
+                },
+            )
+            return [row[1] for row in await cur.fetchall() if row[0] is not None]
 
     async def last(self, run_id: str) -> Mapping[str, Any] | None:
         async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:

@@ -1,0 +1,57 @@
+"""The PostgreSQL event log's worker start: the read and the first events in one round trip.
+Real PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import anyio
+import psycopg
+import pytest
+
+from lgos.integrations.postgres import PostgresResponseEventLog
+from lgos.integrations.postgres.migrations import _apply_own_migrations
+from lgos.integrations.postgres.pool import Pool, new_pool
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.timeout(120)]
+
+DEADLINE_SECONDS = 30
+
+
+@pytest.fixture
+async def pool(database: str) -> AsyncIterator[Pool]:
+    async with new_pool(database, 2) as opened:
+        await _apply_own_migrations(opened)
+        yield opened
+
+
+def event(number: int, kind: str = "response.output_text.delta") -> dict[str, object]:
+    return {"type": kind, "sequence_number": number}
+
+
+async def test_a_run_without_events_after_the_mark_is_started_and_announced(
+    pool: Pool, database: str
+) -> None:
+    log = PostgresResponseEventLog(pool)
+    await log.append("run-a", [event(0), event(1)])  # the API's, before the worker's mark
+    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as listener:
+        await listener.execute("LISTEN lgos_response_events")
+        first = event(2, "response.in_progress")
+        assert await log.read_or_start("run-a", 1, [first]) == []
+        assert await log.read("run-a") == [event(0), event(1), first]
+        with anyio.fail_after(DEADLINE_SECONDS):
+            notice = await anext(listener.notifies())
+        assert notice.payload == "run-a"
+
+
+async def test_a_started_run_reads_its_events_and_stores_nothing(pool: Pool) -> None:
+    log = PostgresResponseEventLog(pool)
+    earlier = [event(2, "response.in_progress"), event(3), event(4)]
+    await log.append("run-b", [event(0), *earlier])
+    found = await log.read_or_start("run-b", 1, [event(2, "response.in_progress_again")])
+    assert found == earlier
+    assert await log.read("run-b") == [event(0), *earlier]
+    # Concurrent starts of different runs keep to their own run.
+    starts = await asyncio.gather(*(log.read_or_start(f"run-{i}", 1, [event(2)]) for i in range(4)))
+    assert starts == [[]] * 4
