@@ -215,28 +215,38 @@ class BackgroundResponses:
         self, response_id: str, *, owner_scope: str, indexed: bool = False
     ) -> ResponseObject:
         run = await self._owned_run(response_id, owner_scope, indexed=indexed)
-        if not run.terminal:
-            assert self.backend is not None
-            await self.backend.cancel(run.id)
-            run = await self.backend.get(run.id, exists=True) or run
-            await self._log_cancel(run)
-        return snapshot(run)
+        if run.terminal:
+            return snapshot(run)
+        # A worker logs a run's end before its engine records it: a run whose end is logged
+        # has finished (polls show that end), and cancelling it now would give this answer,
+        # and the engine, an end the run never had.
+        ended = await logged_end(run, self.backend)
+        if ended is not None:
+            return as_response(ended)
+        assert self.backend is not None
+        await self.backend.cancel(run.id)
+        run = await self.backend.get(run.id, exists=True) or run
+        ended = await self._log_cancel(run)
+        return as_response(ended) if ended is not None else snapshot(run)
 
-    async def _log_cancel(self, run: BackgroundRun) -> None:
+    async def _log_cancel(self, run: BackgroundRun) -> Mapping[str, Any] | None:
         """On an engine whose polls read a run's end from the log, log a cancel's end too, so
         a poll on any API instance shows it at once. Only when the log has no end: a worker
-        that ended the run first keeps its end (and a later one never replaces this one: the
-        log keeps the first event of each sequence number, and a worker's next is this)."""
+        that ended the run first keeps its end, which is returned (as polls show it), and a
+        later one never replaces this one: the log keeps the first event of each sequence
+        number, and a worker's next is this."""
         log = self.events
         if not results_in_log(self.backend) or log is None or run.status != "cancelled":
-            return
+            return None
         self.recent.remember(run)
         last = await log.last(run.id)
         if last is not None and last.get("type") in TERMINAL_EVENTS:
-            return
+            ended: Mapping[str, Any] = last["response"]
+            return ended
         after = int(last["sequence_number"]) if last is not None else FIRST_WORKER_SEQUENCE - 1
         # The event a stream of the run closes with (`_tail`), written once for every reader.
         await log.append(run.id, [_closing_event(run, max(after + 1, FIRST_WORKER_SEQUENCE))])
+        return None
 
     async def _polled(self, run: BackgroundRun) -> ResponseObject:
         """A poll shows what the stream ended with as soon as the stream ended: a worker

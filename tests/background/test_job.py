@@ -268,3 +268,45 @@ async def test_an_end_in_the_log_is_the_end_on_every_durable_engine() -> None:
         )
         assert await logged_end(run, engine) == ended, name
         assert await logged_end(run.model_copy(update={"status": "cancelled"}), engine) is None
+
+
+class _EngineStillRunning:
+    """An engine that still reports a run in progress whose end a worker has logged, and
+    records any cancel it is asked for (the moment between the two writes)."""
+
+    results_in_log = False
+
+    def __init__(self, run: BackgroundRun, events: InMemoryResponseEventLog) -> None:
+        self.run = run
+        self.events = events
+        self.cancelled: list[str] = []
+
+    async def get(self, run_id: str, *, exists: bool = False) -> BackgroundRun | None:
+        return self.run if run_id == self.run.id else None
+
+    async def cancel(self, run_id: str) -> None:
+        self.cancelled.append(run_id)
+        self.run = self.run.model_copy(update={"status": "cancelled"})
+
+
+async def test_cancelling_a_run_whose_end_is_logged_returns_that_end() -> None:
+    # CI saw it on DBOS: a poll showed `completed` (from the log), then a cancel read the
+    # engine's `pending` and cancelled the finished run, answering `cancelled`.
+    job = submitted(
+        {"model": "background-mock", "input": "Quarterly risks", "background": True},
+        job_worker.registry(),
+    )
+    log = InMemoryResponseEventLog()
+    run = BackgroundRun(id=ids.new_hex(), job=job, status="in_progress")
+    done = {**background.snapshot(run), "status": "completed"}
+    await log.append(
+        run.id, [{"type": "response.completed", "sequence_number": 3, "response": done}]
+    )
+    engine = _EngineStillRunning(run, log)
+    service = background.BackgroundResponses(job_worker.registry(), engine)  # type: ignore[arg-type]
+
+    answer = await service.cancel(background.response_id(run), owner_scope="default")
+
+    assert answer["status"] == "completed"
+    assert answer == done
+    assert engine.cancelled == []
