@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from lgos.core.json_schema import JsonSchema
+from lgos.core.records import per_request
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +87,7 @@ class Citation:
         return tuple(citations)
 
 
-@dataclass(frozen=True, slots=True)
+@per_request
 class Finished:
     """The run ended with an answer. `text` is the answer text streamed or not."""
 

@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError, is_invalid_resume
 from langgraph.types import StreamMode
+from opentelemetry import context as otel_context
 
 from lgos.core.errors import GraphError, InvalidRequestError
 from lgos.core.registry import CompiledGraph, GraphConfig
@@ -118,9 +119,12 @@ async def run_graph(
     output: Any = None
     # The interrupts of each root `values` part that carried some (one per interrupted task).
     raised: list[tuple[Any, ...]] = []
+    # The span's context, attached around each step (None: nothing to attach), tested here
+    # rather than in a call per step: a run takes a few steps, each paying these lines.
+    span_context = workflow.context
     try:
         while True:
-            token = workflow.attach()
+            token = None if span_context is None else otel_context.attach(span_context)
             served = serving.set(request)
             counted = collecting.set(usage)
             try:
@@ -130,7 +134,8 @@ async def run_graph(
             finally:
                 collecting.reset(counted)
                 serving.reset(served)
-                workflow.detach(token)
+                if token is not None:
+                    otel_context.detach(token)
             kind = part["type"]
             if kind == "messages":
                 chunk = part["data"][0]
@@ -177,7 +182,9 @@ async def run_graph(
         raise translated from error
     finally:
         await stream.aclose()
-    if finished.text != "".join(streamed):
+    # A stream gets the text no chunk carried (an answer written by a node, not streamed by a
+    # model); a run read to its end (`streaming=False`) takes the text from `Finished`.
+    if streaming and finished.text != "".join(streamed):
         yield TextDelta(finished.text[len("".join(streamed)) :])
     yield finished
 

@@ -113,15 +113,10 @@ class Workflow:
         self._start = timeit.default_timer()
         self._done = False
 
-    def attach(self) -> object:
-        if self._context is None:
-            return None
-        return otel_context.attach(self._context)
-
-    @staticmethod
-    def detach(token: object) -> None:
-        if token is not None:
-            otel_context.detach(token)  # type: ignore[arg-type]
+    @property
+    def context(self) -> otel_context.Context | None:
+        """The context each step of the graph runs under (None: run it as it is)."""
+        return self._context
 
     def succeed(self) -> None:
         self._finish(None)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, cast
 
 from lgos.core.errors import InvalidRequestError, LgosError, is_transient_database_error
 from lgos.core.job import JobEcho, JobPlan, JobRequest, PreparedJob
+from lgos.core.records import per_request
 from lgos.core.registry import GraphConfig, GraphRegistry
 from lgos.core.request import GraphRequest
 from lgos.core.run_events import (
@@ -77,7 +78,7 @@ class Turn:
 STATELESS = Turn()
 
 
-@dataclass(frozen=True, slots=True)
+@per_request
 class PreparedResponse:
     """A validated Responses request, ready to run here, or to store as a job (`to_job`) for
     a background worker, which runs it as it is."""

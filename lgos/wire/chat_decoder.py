@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag
 
 from lgos.core.capabilities import Demand
 from lgos.core.json_schema import JsonSchema
+from lgos.core.records import per_request
 from lgos.core.request import ClientFunctionTool, ToolChoice
 from lgos.wire import decoding, media, structured, tool_choice
 from lgos.wire.decoding import StrictBody
@@ -163,7 +164,7 @@ _TAGS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@per_request
 class DecodedChatRequest(decoding.DecodedRequest[ChatBody]):
     """Answers are the contents of trailing tool messages that answer lgos_interrupt calls."""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
@@ -15,6 +14,7 @@ from lgos.core import safe_json
 from lgos.core.capabilities import Demand, HostedToolDemand
 from lgos.core.client_settings import SETTINGS_KEY
 from lgos.core.errors import InvalidRequestError
+from lgos.core.records import per_request
 from lgos.core.request import (
     ClientFunctionTool,
     NamedToolChoice,
@@ -57,7 +57,7 @@ class ApiBody(StrictBody):
 Body = TypeVar("Body", bound=ApiBody)
 
 
-@dataclass(frozen=True, slots=True)
+@per_request
 class DecodedRequest(Generic[Body]):
     """What both APIs' decoders produce: the validated body and the graph's view of it."""
 

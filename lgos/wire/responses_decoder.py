@@ -29,6 +29,7 @@ from pydantic import (
 from lgos.core.capabilities import Demand, HostedToolDemand
 from lgos.core.errors import InvalidRequestError
 from lgos.core.json_schema import JsonSchema
+from lgos.core.records import per_request
 from lgos.core.request import (
     AllowedTools,
     ClientFunctionTool,
@@ -300,7 +301,7 @@ INCLUDABLE = frozenset({"reasoning.encrypted_content"})
 _HISTORY = TypeAdapter(list[InputItem])
 
 
-@dataclass(frozen=True, slots=True)
+@per_request
 class DecodedResponsesRequest(DecodedRequest[ResponsesBody]):
     body_idempotency_key: str | None = None
     # Where each answer is in the request (call id → `input[2].output`), for errors.
