@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from lgos.core import log_fields
+from lgos.http.streaming import EventStreamResponse
 
 logger = logging.getLogger("lgos.http.request")
 MESSAGE = "http.request"
@@ -32,6 +33,15 @@ async def send_logged(
 ) -> None:
     """Send `response`, then write the request's record (status 500 if sending failed before
     the response started). The caller keeps the request's log fields bound meanwhile."""
+    if type(response).__call__ in _STARTS_AT_ONCE:
+        # Its first act is to send the start with `status_code`: what a send wrapper would
+        # see, known without one (a closure and a call per message, on every request).
+        status = response.status_code
+        try:
+            await response(scope, receive, send)
+        finally:
+            _log(scope["method"], route, status, started, quiet)
+        return
     status = 500
 
     async def observed(message: Message) -> None:
@@ -46,10 +56,17 @@ async def send_logged(
         _log(scope["method"], route, status, started, quiet)
 
 
+# Responses whose `__call__` sends the start before anything that could fail (Starlette's
+# plain ones, JSON included, and LGOS's event streams).
+_STARTS_AT_ONCE = frozenset({Response.__call__, EventStreamResponse.__call__})
+
+
 def _log(method: str, route: str, status: int, started: float, quiet: bool) -> None:
     level = logging.DEBUG if quiet else logging.ERROR if status >= 500 else logging.INFO
     if not logger.isEnabledFor(level):
         return
+    # Plain values, as `FieldsHandler.write_fields` takes them: the duration is zero or at
+    # least 0.1 (a monotonic clock).
     fields: dict[str, object] = {
         "http.request.method": method,
         "http.route": route,

@@ -93,7 +93,7 @@ class Guarded:
         started = time.perf_counter()
         request = IndexedRequest(scope, receive, send)
         request_id = _request_id(request)
-        token = log_fields.bind(request_id=request_id)
+        token = log_fields.bind_request(request_id)
         try:
             try:
                 if self.authenticate is not None:
