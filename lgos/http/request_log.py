@@ -33,15 +33,6 @@ async def send_logged(
 ) -> None:
     """Send `response`, then write the request's record (status 500 if sending failed before
     the response started). The caller keeps the request's log fields bound meanwhile."""
-    if type(response).__call__ in _STARTS_AT_ONCE:
-        # Its first act is to send the start with `status_code`: what a send wrapper would
-        # see, known without one (a closure and a call per message, on every request).
-        status = response.status_code
-        try:
-            await response(scope, receive, send)
-        finally:
-            _log(scope["method"], route, status, started, quiet)
-        return
     status = 500
 
     async def observed(message: Message) -> None:
@@ -53,15 +44,18 @@ async def send_logged(
     try:
         await response(scope, receive, observed)
     finally:
-        _log(scope["method"], route, status, started, quiet)
+        log_request(scope["method"], route, status, started, quiet)
 
 
-# Responses whose `__call__` sends the start before anything that could fail (Starlette's
-# plain ones, JSON included, and LGOS's event streams).
-_STARTS_AT_ONCE = frozenset({Response.__call__, EventStreamResponse.__call__})
+# The `__call__` of responses that send the start, with `status_code`, before anything that
+# could fail (Starlette's plain ones, JSON included, and LGOS's event streams): for them the
+# caller knows the status `send_logged` would see, and needs no send wrapper (a closure and a
+# call per message, on every request) but only `log_request` once the response is sent.
+STARTS_AT_ONCE = frozenset({Response.__call__, EventStreamResponse.__call__})
 
 
-def _log(method: str, route: str, status: int, started: float, quiet: bool) -> None:
+def log_request(method: str, route: str, status: int, started: float, quiet: bool) -> None:
+    """Write the request's record (the caller keeps its log fields bound)."""
     level = logging.DEBUG if quiet else logging.ERROR if status >= 500 else logging.INFO
     if not logger.isEnabledFor(level):
         return
@@ -83,9 +77,9 @@ def _log(method: str, route: str, status: int, started: float, quiet: bool) -> N
     # What `logger.log` does, less the stack walk that finds the caller: it is always this
     # function (a walk through the ASGI stack per request, for a record of fixed origin).
     record = logger.makeRecord(
-        logger.name, level, __file__, _LINE, MESSAGE, (), None, "_log", fields
+        logger.name, level, __file__, _LINE, MESSAGE, (), None, "log_request", fields
     )
     logger.handle(record)
 
 
-_LINE = _log.__code__.co_firstlineno
+_LINE = log_request.__code__.co_firstlineno

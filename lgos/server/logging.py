@@ -193,11 +193,15 @@ class StdoutHandler(log_fields.FieldsHandler):
                 payload["trace_id"] = trace.format_trace_id(span_context.trace_id)
                 payload["span_id"] = trace.format_span_id(span_context.span_id)
         # `fields`, the head and the trace ids are plain by the contract and construction: only
-        # the request's fields (any value `log_fields.add` was given) need checking.
-        if _PLAIN.issuperset(map(type, current.values())):
-            line = _plain_line(payload)
+        # the request's fields (any value `log_fields.add` was given) need checking. (A loop:
+        # `_PLAIN.issuperset(map(type, ...))` runs fewer bytecodes but took 10 to 20 % longer
+        # over three to six values, in a timeit.)
+        for value in current.values():
+            if type(value) not in _PLAIN:
+                line = _line(payload)
+                break
         else:
-            line = _line(payload)
+            line = _plain_line(payload)
         with self.lock:  # type: ignore[union-attr]  # created with the handler
             try:
                 stream = self.stream

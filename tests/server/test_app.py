@@ -266,7 +266,9 @@ def _request_record_lines(
     span = NonRecordingSpan(SpanContext(trace_id=7, span_id=9, is_remote=False))
     attached = otel_context.attach(trace.set_span_in_context(span))
     try:
-        request_log._log("POST", "/v1/chat/completions", 200, time.perf_counter(), quiet=False)
+        request_log.log_request(
+            "POST", "/v1/chat/completions", 200, time.perf_counter(), quiet=False
+        )
     finally:
         otel_context.detach(attached)
         log_fields.reset(token)
