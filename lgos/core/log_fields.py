@@ -21,11 +21,21 @@ def bind(**fields: object) -> Token[dict[str, object] | None]:
     return _fields.set({key: value for key, value in fields.items() if value is not None})
 
 
+def bind_request(request_id: str) -> Token[dict[str, object] | None]:
+    """`bind(request_id=request_id)`, without the keyword dict and its filter: every request
+    starts its fields so."""
+    return _fields.set({"request_id": request_id})
+
+
 def add(**fields: object) -> None:
     """Add fields to the current request's set (e.g. the response id once known)."""
     current = _fields.get()
     if current is not None:
-        current.update({key: value for key, value in fields.items() if value is not None})
+        # A loop, not a filtered dict and `update`: the routes add two or three fields to
+        # every request.
+        for key, value in fields.items():
+            if value is not None:
+                current[key] = value
 
 
 def reset(token: Token[dict[str, object] | None]) -> None:
@@ -42,9 +52,11 @@ class FieldsHandler(logging.StreamHandler):  # type: ignore[type-arg]  # any tex
     where that machinery costs more than the rest of the record.
 
     `fields` are the record's extras, named as `extra=` may name them (no `LogRecord`
-    attribute, no leading underscore). `write_fields` returns False when this handler cannot
-    (its formatter or filters are not ones it can reproduce); the caller then logs the
-    ordinary way.
+    attribute, no leading underscore), with values JSON writes as they are: strings,
+    integers, booleans, None, and floats that are zero or between 1e-4 and 1e16 in magnitude
+    (a handler may write them without checking). `write_fields` returns False when this
+    handler cannot (its formatter or filters are not ones it can reproduce); the caller then
+    logs the ordinary way.
     """
 
     def write_fields(

@@ -42,7 +42,11 @@ class ClientGoneError(LgosError):
 # Untrusted client JSON: the decoders validate it (Pydantic) before anything reads it.
 async def json_body(request: Request, limits: RequestLimits) -> dict[str, Any]:
     content_type = request.headers.get("content-type", "")
-    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+    # Nearly every client sends exactly this; any other form is parsed.
+    if (
+        content_type != "application/json"
+        and content_type.split(";", 1)[0].strip().lower() != "application/json"
+    ):
         raise InvalidRequestError(
             "Invalid Content-Type header: send the request body as application/json.",
             code="invalid_content_type",
@@ -71,10 +75,11 @@ async def _read(request: Request, max_bytes: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise PayloadTooLargeError(max_bytes)
-        chunks.append(chunk)
+        if chunk:  # Starlette's stream ends with an empty chunk
+            size += len(chunk)
+            if size > max_bytes:
+                raise PayloadTooLargeError(max_bytes)
+            chunks.append(chunk)
     return b"".join(chunks)
 
 

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from lgos.core import log_fields
+from lgos.http.streaming import EventStreamResponse
 
 logger = logging.getLogger("lgos.http.request")
 MESSAGE = "http.request"
@@ -43,13 +44,23 @@ async def send_logged(
     try:
         await response(scope, receive, observed)
     finally:
-        _log(scope["method"], route, status, started, quiet)
+        log_request(scope["method"], route, status, started, quiet)
 
 
-def _log(method: str, route: str, status: int, started: float, quiet: bool) -> None:
+# The `__call__` of responses that send the start, with `status_code`, before anything that
+# could fail (Starlette's plain ones, JSON included, and LGOS's event streams): for them the
+# caller knows the status `send_logged` would see, and needs no send wrapper (a closure and a
+# call per message, on every request) but only `log_request` once the response is sent.
+STARTS_AT_ONCE = frozenset({Response.__call__, EventStreamResponse.__call__})
+
+
+def log_request(method: str, route: str, status: int, started: float, quiet: bool) -> None:
+    """Write the request's record (the caller keeps its log fields bound)."""
     level = logging.DEBUG if quiet else logging.ERROR if status >= 500 else logging.INFO
     if not logger.isEnabledFor(level):
         return
+    # Plain values, as `FieldsHandler.write_fields` takes them: the duration is zero or at
+    # least 0.1 (a monotonic clock).
     fields: dict[str, object] = {
         "http.request.method": method,
         "http.route": route,
@@ -66,9 +77,9 @@ def _log(method: str, route: str, status: int, started: float, quiet: bool) -> N
     # What `logger.log` does, less the stack walk that finds the caller: it is always this
     # function (a walk through the ASGI stack per request, for a record of fixed origin).
     record = logger.makeRecord(
-        logger.name, level, __file__, _LINE, MESSAGE, (), None, "_log", fields
+        logger.name, level, __file__, _LINE, MESSAGE, (), None, "log_request", fields
     )
     logger.handle(record)
 
 
-_LINE = _log.__code__.co_firstlineno
+_LINE = log_request.__code__.co_firstlineno

@@ -3,6 +3,7 @@ because this code sits in front of every token a graph produces."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -35,7 +36,7 @@ from lgos.http.body import RequestLimits, json_body
 from lgos.http.errors import lgos_error_response, not_found_response, server_error_response
 from lgos.http.headers import IndexedRequest
 from lgos.http.rendering import JSON, AnswerJSON
-from lgos.http.request_log import send_logged
+from lgos.http.request_log import STARTS_AT_ONCE, log_request, send_logged
 from lgos.http.sse import DONE, data_event, named_event
 from lgos.http.stateful import ConversationRoutes, StatefulRoutes
 from lgos.http.streaming import EventStreamResponse
@@ -93,7 +94,7 @@ class Guarded:
         started = time.perf_counter()
         request = IndexedRequest(scope, receive, send)
         request_id = _request_id(request)
-        token = log_fields.bind(request_id=request_id)
+        token = log_fields.bind_request(request_id)
         try:
             try:
                 if self.authenticate is not None:
@@ -116,9 +117,23 @@ class Guarded:
             # Appended to the reply's own header list (no endpoint sets this header): the
             # `headers` view would be built and searched for it on every request.
             response.raw_headers.append((b"x-request-id", request_id.encode("latin-1")))
-            await send_logged(
-                response, scope, receive, send, route=self.route, started=started, quiet=self.quiet
-            )
+            if type(response).__call__ in STARTS_AT_ONCE:
+                # `send_logged`, without its coroutine: the status is the response's own.
+                status = response.status_code
+                try:
+                    await response(scope, receive, send)
+                finally:
+                    log_request(scope["method"], self.route, status, started, self.quiet)
+            else:
+                await send_logged(
+                    response,
+                    scope,
+                    receive,
+                    send,
+                    route=self.route,
+                    started=started,
+                    quiet=self.quiet,
+                )
         finally:
             log_fields.reset(token)
 
@@ -186,21 +201,27 @@ class OpenAIRoutes:
         scope = await self.scope(request)
         key = decoding.idempotency_key(request.headers)
         answer = await self.idempotency.once(
-            scope,
-            key,
-            ("chat.completions", body),
-            lambda: self._chat_answer(decoded, scope),
+            scope, key, ("chat.completions", body), self._chat_answer(decoded, scope)
         )
         if isinstance(answer, Mapping):
             return AnswerJSON(answer)
         return EventStreamResponse(answer, data_event, last=DONE, ping_interval=self.ping_interval)
 
-    async def _chat_answer(self, decoded: chat_decoder.DecodedChatRequest, scope: str) -> Answer:
+    def _chat_answer(
+        self, decoded: chat_decoder.DecodedChatRequest, scope: str
+    ) -> Callable[[], Awaitable[Answer]]:
+        # The service's own coroutine, through a `partial`: a coroutine of ours around it would
+        # sit in the chain each of the run's suspensions passes through, and a lambda would be
+        # one Python call more.
         if decoded.stream:
-            return await chat.open_stream(
-                self.registry, decoded, scope=scope, patience=FIRST_EVENT_PATIENCE_SECONDS
+            return functools.partial(
+                chat.open_stream,
+                self.registry,
+                decoded,
+                scope=scope,
+                patience=FIRST_EVENT_PATIENCE_SECONDS,
             )
-        return await chat.create(self.registry, decoded, scope=scope)
+        return functools.partial(chat.create, self.registry, decoded, scope=scope)
 
     async def create_response(self, request: Request) -> Response:
         body = await json_body(request, self.limits)
@@ -224,7 +245,7 @@ class OpenAIRoutes:
             scope,
             key,
             ("responses", body),
-            lambda: self._foreground_answer(decoded, scope),
+            functools.partial(self._foreground_answer, decoded, scope),
         )
         if isinstance(answer, Mapping):
             return AnswerJSON(answer)

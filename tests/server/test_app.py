@@ -239,7 +239,7 @@ def test_request_fields_join_records_and_a_call_value_wins() -> None:
 
 
 def _request_record_lines(
-    stream: io.StringIO, *, extra_handler: logging.Handler | None
+    stream: io.StringIO, *, extra_handler: logging.Handler | None, private: bool = True
 ) -> list[str]:
     """The request records one request writes through the handler `lgos serve` configures
     (set on the request logger itself here, so that pytest's own handlers stay out of it)."""
@@ -257,12 +257,18 @@ def _request_record_lines(
         logger.addHandler(extra_handler)
     # A field the record sets itself (it wins), one kept private, and a trace to stamp.
     token = log_fields.bind(
-        request_id="req-7", model="sample", stream=False, _hidden=1, **{"http.route": "/x"}
+        request_id="req-7",
+        model="sample",
+        stream=False,
+        **({"_hidden": 1} if private else {}),
+        **{"http.route": "/x"},
     )
     span = NonRecordingSpan(SpanContext(trace_id=7, span_id=9, is_remote=False))
     attached = otel_context.attach(trace.set_span_in_context(span))
     try:
-        request_log._log("POST", "/v1/chat/completions", 200, time.perf_counter(), quiet=False)
+        request_log.log_request(
+            "POST", "/v1/chat/completions", 200, time.perf_counter(), quiet=False
+        )
     finally:
         otel_context.detach(attached)
         log_fields.reset(token)
@@ -290,17 +296,20 @@ def test_the_request_record_is_the_same_line_with_or_without_other_handlers() ->
     unfiltered.setFormatter(JSONFormatter())
     assert not unfiltered.write_fields(logging.INFO, "lgos.http.request", "http.request", {})
 
-    kept = Kept()
-    [direct] = _request_record_lines(io.StringIO(), extra_handler=None)
-    [standard] = _request_record_lines(io.StringIO(), extra_handler=kept)
-    [record] = kept.records
-    assert record.getMessage() == "http.request"
-    assert record.__dict__["request_id"] == "req-7"
-    lines = [json.loads(direct), json.loads(standard)]
+    lines = []
+    for private in (True, False):  # a private field bound, or none
+        kept = Kept()
+        [direct] = _request_record_lines(io.StringIO(), extra_handler=None, private=private)
+        [standard] = _request_record_lines(io.StringIO(), extra_handler=kept, private=private)
+        [record] = kept.records
+        assert record.getMessage() == "http.request"
+        assert record.__dict__["request_id"] == "req-7"
+        lines += [json.loads(direct), json.loads(standard)]
     for line in lines:
         assert line.pop("timestamp")
         assert line.pop("duration_ms") >= 0
-    assert list(lines[0].items()) == list(lines[1].items())
+    for line in lines[1:]:
+        assert list(line.items()) == list(lines[0].items())
     assert lines[0] == {
         "level": "info",
         "logger": "lgos.http.request",
