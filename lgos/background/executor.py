@@ -326,6 +326,10 @@ class _HeldLease:
     async def mark_done(self, key: str) -> None:
         await self.coordinator.mark_done(key)
 
+    async def finish(self, key: str, checkpointer: Any) -> bool:
+        # The executor's release deletes the thread, after `_Run.once` has logged the end.
+        return await self.coordinator.finish(key, checkpointer)
+
     async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
         return await self.coordinator.paused_before(cutoff, limit)
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from lgos.core.errors import RunBusyError
 
@@ -36,6 +36,13 @@ class RunCoordinator(Protocol):
 
     async def mark_done(self, key: str) -> None:
         """Forget `key`: it finished or was deleted (called under its lease)."""
+        ...
+
+    async def finish(self, key: str, checkpointer: Any) -> bool:
+        """Under its lease: the run of `key` finished. A coordinator that deletes thread `key`
+        of `checkpointer` in the round trip that releases the lease (and forgets `key`, as
+        `mark_done`) takes that on and returns True; else False, and the caller deletes the
+        thread and calls `mark_done` now."""
         ...
 
     async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
@@ -76,6 +83,9 @@ class InMemoryRunCoordinator:
 
     async def mark_done(self, key: str) -> None:
         self._paused.pop(key, None)
+
+    async def finish(self, key: str, checkpointer: Any) -> bool:
+        return False  # no round trip to save
 
     async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
         threshold = cutoff.timestamp()

@@ -93,6 +93,14 @@ class ResponseStore(Protocol):
 
     async def get_response(self, response_id: str, owner_scope: str) -> StoredResponse | None: ...
 
+    async def get_response_and_last(
+        self, response_id: str, owner_scope: str, log_key: str
+    ) -> tuple[StoredResponse | None, Mapping[str, Any] | None]:
+        """`get_response`, and when it finds the record, the last event `events` holds under
+        `log_key` (else None): in one read, for a poll of a background Response whose engine
+        logs every end in this store's log (one statement on PostgreSQL instead of two)."""
+        ...
+
     async def delete_response(self, response_id: str, owner_scope: str) -> bool:
         """Forget the record (and its events); a later put of the same id is refused by
         `is_deleted`, so a background run that ends after the delete stays deleted."""

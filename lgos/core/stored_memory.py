@@ -62,6 +62,12 @@ class InMemoryResponseStore:
         record = self._responses.get(response_id)
         return record if record is not None and record.owner_scope == owner_scope else None
 
+    async def get_response_and_last(
+        self, response_id: str, owner_scope: str, log_key: str
+    ) -> tuple[StoredResponse | None, Mapping[str, Any] | None]:
+        record = await self.get_response(response_id, owner_scope)
+        return record, None if record is None else await self._events.last(log_key)
+
     async def delete_response(self, response_id: str, owner_scope: str) -> bool:
         if await self.get_response(response_id, owner_scope) is None:
             return False

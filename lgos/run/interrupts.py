@@ -435,6 +435,8 @@ async def _latest_checkpoint(
 
 async def _delete(graph: CompiledGraph, coordinator: RunCoordinator, key: str) -> None:
     checkpointer = graph.checkpointer
+    if await coordinator.finish(key, checkpointer):
+        return  # deleted with the lease's release
     delete_thread = getattr(checkpointer, "adelete_thread", None)
     if delete_thread is not None:
         await delete_thread(key)

@@ -61,7 +61,7 @@ async def open_resources(settings: ServerSettings) -> AsyncIterator[ServerResour
                 settings=settings,
                 pool=postgres.pool,
                 events=postgres.events,
-                response_store=PostgresResponseStore(postgres.pool),
+                response_store=PostgresResponseStore(postgres.pool, postgres.events),
                 idempotency_store=PostgresIdempotencyStore(postgres.pool),
             )
         return

@@ -8,6 +8,7 @@ The worker side (`lgos.background.executor`) runs the job through `service.respo
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
@@ -45,6 +46,16 @@ from lgos.wire.types.responses import ResponseObject, as_response
 # on an engine whose workers log every run's end, how often polls of a run ask it (the log
 # has every other end: see `RecentRuns`).
 STATUS_CHECK_SECONDS = 1.0
+
+
+class Unread(enum.Enum):
+    """A log not read yet (`BackgroundResponses.retrieve`'s `last`: None is a log read and
+    found empty)."""
+
+    UNREAD = enum.auto()
+
+
+UNREAD = Unread.UNREAD
 
 
 def response_id(run: BackgroundRun) -> str:
@@ -182,14 +193,25 @@ class BackgroundResponses:
             await self.stateful.remember_background(prepared, owner_scope, response_id(run))
         return run, prepared, new
 
+    def logs_in(self, log: ResponseEventLog) -> bool:
+        """Whether polls read this engine's runs from `log` (`_poll_with_log`): then a caller
+        that reads `log` along with the store (one statement) passes what it read as `last`."""
+        return results_in_log(self.backend) and self.events is log
+
     async def retrieve(
-        self, response_id: str, *, owner_scope: str, indexed: bool = False
+        self,
+        response_id: str,
+        *,
+        owner_scope: str,
+        indexed: bool = False,
+        last: Mapping[str, Any] | Unread | None = UNREAD,
     ) -> ResponseObject:
         """A poll. `indexed`: the caller found this id in the store under this owner, so it
-        was not deleted (a delete removes the record and marks the id in one transaction)."""
+        was not deleted (a delete removes the record and marks the id in one transaction).
+        `last`: the run's last logged event, when the caller read it with the record."""
         parsed = ids.parse_run_response_id(response_id)
         if indexed and parsed is not None and results_in_log(self.backend):
-            return await self._poll_with_log(response_id, parsed.nonce, owner_scope)
+            return await self._poll_with_log(response_id, parsed.nonce, owner_scope, last)
         return await self._polled(await self._owned_run(response_id, owner_scope, indexed=indexed))
 
     async def stream(
@@ -257,7 +279,11 @@ class BackgroundResponses:
         return as_response(ended) if ended is not None else snapshot(run)
 
     async def _poll_with_log(
-        self, response_id: str, run_id: str, owner_scope: str
+        self,
+        response_id: str,
+        run_id: str,
+        owner_scope: str,
+        last: Mapping[str, Any] | Unread | None = UNREAD,
     ) -> ResponseObject:
         """A poll on an engine whose workers log every run's end (Hatchet), for an id the
         store holds under the caller's owner (which proves the run is theirs).
@@ -272,7 +298,8 @@ class BackgroundResponses:
         """
         log = self.events
         assert log is not None  # results_in_log
-        last = await log.last(run_id)
+        if isinstance(last, Unread):
+            last = await log.last(run_id)
         if last is not None and last.get("type") in TERMINAL_EVENTS:
             self.recent.forget(run_id)
             return as_response(last["response"])

@@ -11,6 +11,7 @@ from lgos.core.errors import InvalidRequestError
 from lgos.core.stored import StoredResponse
 from lgos.service.background import BackgroundResponses
 from lgos.service.stateful import StatefulResponses
+from lgos.wire import ids
 from lgos.wire.types.events import StreamEvent, as_events
 from lgos.wire.types.responses import ResponseObject, as_response
 
@@ -27,7 +28,19 @@ class ResponseRetrieval:
         return await self.stateful.store.get_response(response_id, scope)
 
     async def retrieve(self, response_id: str, scope: str) -> ResponseObject:
-        record = await self._record(response_id, scope)
+        store = self.stateful.store
+        parsed = ids.parse_run_response_id(response_id)
+        if parsed is not None and self.background.logs_in(store.events):
+            # The run's last logged event comes with the record, in one read (a poll of a
+            # waiting run reads the log every time: its end, or that a worker started it).
+            log_fields.add(response_id=response_id)
+            record, last = await store.get_response_and_last(response_id, scope, parsed.nonce)
+            if record is not None and (record.background or record.response is None):
+                return await self.background.retrieve(
+                    response_id, owner_scope=scope, indexed=True, last=last
+                )
+        else:
+            record = await self._record(response_id, scope)
         if record is None or record.background or record.response is None:
             # Found in the store under this owner: not deleted, the engine need not be asked.
             indexed = record is not None

@@ -12,7 +12,11 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg_pool import AsyncConnectionPool
 
-from lgos.integrations.postgres.langgraph_internals import stop_store_batcher, widen_saver_lock
+from lgos.integrations.postgres.langgraph_internals import (
+    saver_pool,
+    stop_store_batcher,
+    widen_saver_lock,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -39,3 +43,16 @@ async def test_the_store_batches_in_a_task_it_owns() -> None:
     stop_store_batcher(store)
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_the_saver_writes_through_its_pool_and_deletes_a_thread_from_three_tables() -> None:
+    # A run lease deletes a finished thread with its release (`PostgresRunCoordinator.finish`)
+    # when the saver is on the lease's pool, from the tables `adelete_thread` deletes from.
+    pool = AsyncConnectionPool(UNUSED_URI, open=False)
+    assert saver_pool(AsyncPostgresSaver(pool)) is pool
+    assert saver_pool(object()) is None
+    source = inspect.getsource(AsyncPostgresSaver.adelete_thread)
+    deleted = [
+        line.split("FROM ")[1].split()[0] for line in source.splitlines() if "DELETE" in line
+    ]
+    assert deleted == ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]

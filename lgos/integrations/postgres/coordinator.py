@@ -7,6 +7,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
+from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, tuple_row
@@ -16,6 +17,7 @@ from lgos.core.errors import (
     ServiceUnavailableError,
     is_transient_database_error,
 )
+from lgos.integrations.postgres.langgraph_internals import saver_pool
 from lgos.integrations.postgres.locks import UNLOCK
 from lgos.integrations.postgres.pool import Pool
 
@@ -64,7 +66,24 @@ _MARK_DONE_AND_UNLOCK = """
 WITH done AS (DELETE FROM lgos_paused_runs WHERE thread_id = %(key)s)
 SELECT pg_advisory_unlock(hashtextextended(%(lock)s, 0))
 """
-_SETTLE_AND_UNLOCK = {"paused": _MARK_PAUSED_AND_UNLOCK, "done": _MARK_DONE_AND_UNLOCK}
+# A run that finished under a lease this process holds: its thread's checkpoints go with the
+# release too (LangGraph's saver's three tables, as its `adelete_thread` deletes them), one
+# round trip after the holder's last step instead of one more before it. The lock is free
+# before the deletes commit; whoever takes it at once finds the checkpoint of a finished run,
+# as a run's next execution did when its worker died after the end: a durable worker logs the
+# end first (`lgos.background.executor`) and returns it.
+_FINISH_AND_UNLOCK = """
+WITH done AS (DELETE FROM lgos_paused_runs WHERE thread_id = %(key)s),
+checkpoints AS (DELETE FROM checkpoints WHERE thread_id = %(key)s),
+blobs AS (DELETE FROM checkpoint_blobs WHERE thread_id = %(key)s),
+writes AS (DELETE FROM checkpoint_writes WHERE thread_id = %(key)s)
+SELECT pg_advisory_unlock(hashtextextended(%(lock)s, 0))
+"""
+_SETTLE_AND_UNLOCK = {
+    "paused": _MARK_PAUSED_AND_UNLOCK,
+    "done": _MARK_DONE_AND_UNLOCK,
+    "finished": _FINISH_AND_UNLOCK,
+}
 _DEFAULT_LEASE_WAIT_SECONDS = 30.0
 
 
@@ -232,6 +251,13 @@ class PostgresRunCoordinator:
 
     async def mark_done(self, key: str) -> None:
         await self._settle(key, "done", _MARK_DONE)
+
+    async def finish(self, key: str, checkpointer: Any) -> bool:
+        if key not in self._held or saver_pool(checkpointer) is not self._pool:
+            return False
+        self._unsettled.discard(key)
+        self._settled[key] = "finished"
+        return True
 
     async def _settle(self, key: str, settled: str, statement: str) -> None:
         """With the release when this process holds the lease (the callers do), else now."""

@@ -7,6 +7,7 @@ that changes one fails there first. docs/design-choices.md says why each is need
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.store.postgres.aio import AsyncPostgresStore
@@ -20,6 +21,16 @@ def widen_saver_lock(saver: AsyncPostgresSaver, permits: int) -> None:
     out its own connection, so the lock only queues checkpoint writes behind one another.
     """
     saver.lock = asyncio.Semaphore(permits)  # type: ignore[assignment]
+
+
+def saver_pool(checkpointer: Any) -> Any:
+    """The pool (or connection) a PostgreSQL saver writes through (its `conn`); None for any
+    other checkpointer. Its checkpoints are in that database's `checkpoints`,
+    `checkpoint_blobs` and `checkpoint_writes`, keyed by `thread_id` (what its
+    `adelete_thread` deletes)."""
+    if not isinstance(checkpointer, AsyncPostgresSaver):
+        return None
+    return checkpointer.conn
 
 
 def stop_store_batcher(store: AsyncPostgresStore) -> None:

@@ -26,9 +26,11 @@ _RECORD: TypeAdapter[StoredResponse] = TypeAdapter(StoredResponse)
 
 
 class PostgresResponseStore:
-    def __init__(self, pool: Any) -> None:
+    def __init__(self, pool: Any, events: PostgresResponseEventLog | None = None) -> None:
         self.pool = pool
-        self._events = PostgresResponseEventLog(pool)
+        # The server passes the log its engine shares (`open_postgres`), so that a poll can
+        # read a record and its run's last event in one statement (`get_response_and_last`).
+        self._events = events if events is not None else PostgresResponseEventLog(pool)
 
     @property
     def events(self) -> PostgresResponseEventLog:
@@ -65,6 +67,22 @@ class PostgresResponseStore:
             (response_id, owner_scope),
         )
         return _RECORD.validate_python(rows[0][0]) if rows else None
+
+    async def get_response_and_last(
+        self, response_id: str, owner_scope: str, log_key: str
+    ) -> tuple[StoredResponse | None, Mapping[str, Any] | None]:
+        # One statement, one snapshot: the event is read only in the row of the owner's
+        # record, so it is never returned to anyone else.
+        rows = await self._fetch(
+            "SELECT r.record, (SELECT e.event FROM lgos_response_events e "
+            "WHERE e.run_id = %s ORDER BY e.sequence_number DESC LIMIT 1) "
+            "FROM lgos_responses r WHERE r.id = %s AND r.owner_scope = %s",
+            (log_key, response_id, owner_scope),
+        )
+        if not rows:
+            return None, None
+        record, last = rows[0]
+        return _RECORD.validate_python(record), None if last is None else dict(last)
 
     async def delete_response(self, response_id: str, owner_scope: str) -> bool:
         async with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
