@@ -8,6 +8,7 @@ import random
 import time
 from typing import Any
 
+import aiohttp
 import httpx
 from openai import AsyncOpenAI
 
@@ -58,35 +59,34 @@ async def lgos_latency(client: AsyncOpenAI, runs: int) -> float:
     return median_ms(await latencies(client, runs))
 
 
-async def until_completed_light(http: httpx.AsyncClient, response_id: str) -> None:
-    """`until_completed` for a burst, read with plain HTTP and JSON: the benchmark's clients
-    share this machine's two cores with what they measure, and the official SDK's polls (a
-    validated Response model per poll) cost about 1 ms of the client's CPU each, 15 to 20 ms
-    per run of a burst against about 4 ms for the floor's result subscription. A load
-    generator should weigh as little as it can, as the foreground suite's aiohttp client
-    does; the creates still go through the SDK."""
+async def until_completed_light(http: aiohttp.ClientSession, url: str) -> None:
+    """`until_completed` for a burst, read with plain HTTP and JSON (aiohttp, as the
+    foreground suite's load client): the benchmark's clients share this machine's two cores
+    with what they measure, and the official SDK's polls (httpx and a validated Response model
+    per poll) cost the client about 1 ms of CPU each, 15 to 20 ms per run of a burst, against
+    about 4 ms per run for the floor's triggers and result subscription. A load generator
+    should weigh as little as it can; the creates still go through the SDK."""
     while True:
-        reply = await http.get(f"responses/{response_id}")
-        reply.raise_for_status()
-        status = json.loads(reply.content)["status"]
+        async with http.get(url) as reply:
+            reply.raise_for_status()
+            status = json.loads(await reply.read())["status"]
         if status == "completed":
             return
         if status not in ("queued", "in_progress"):
-            raise RuntimeError(f"{response_id} ended {status}")
+            raise RuntimeError(f"{url} ended {status}")
         await asyncio.sleep(BURST_POLL_SECONDS)
 
 
 async def lgos_burst(client: AsyncOpenAI, burst: int) -> float:
     in_flight = asyncio.Semaphore(IN_FLIGHT)
     headers = {"Authorization": f"Bearer {client.api_key}"}
-    limits = httpx.Limits(max_connections=IN_FLIGHT * 8)
-    base_url = str(client.base_url).rstrip("/") + "/"
-    async with httpx.AsyncClient(base_url=base_url, headers=headers, limits=limits) as http:
+    responses = str(client.base_url).rstrip("/") + "/responses/"
+    async with aiohttp.ClientSession(headers=headers) as http:
 
         async def one(index: int) -> None:
             async with in_flight:
                 response_id = await create(client, f"burst {index}")
-            await until_completed_light(http, response_id)
+            await until_completed_light(http, responses + response_id)
 
         return await burst_rate(burst, one)
 
