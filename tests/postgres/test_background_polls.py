@@ -4,12 +4,8 @@ Real PostgreSQL; the engine is the Hatchet tests' fake (a poll here never reache
 
 from __future__ import annotations
 
-import collections
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import AsyncIterator
 
-import psycopg
 import pytest
 
 from lgos.core.background import FIRST_WORKER_SEQUENCE
@@ -25,6 +21,7 @@ from lgos.service.stateful import StatefulResponses
 from lgos.wire import ids, responses_decoder
 from tests.background.job_worker import registry
 from tests.background.test_hatchet import FakeHatchet
+from tests.support.postgres import counted_statements
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.timeout(120)]
 
@@ -34,21 +31,6 @@ async def pool(database: str) -> AsyncIterator[Pool]:
     async with new_pool(database, 2) as opened:
         await _apply_own_migrations(opened)
         yield opened
-
-
-@contextmanager
-def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter[str]]:
-    """The statements psycopg's cursors send in the block, by their first words."""
-    counts: collections.Counter[str] = collections.Counter()
-    original = psycopg.AsyncCursor.execute
-
-    async def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        counts[" ".join(str(query).split()[:3])] += 1
-        return await original(self, query, *args, **kwargs)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(psycopg.AsyncCursor, "execute", execute)
-        yield counts
 
 
 async def test_a_poll_reads_the_record_and_the_runs_last_event_in_one_statement(
@@ -70,12 +52,12 @@ async def test_a_poll_reads_the_record_and_the_runs_last_event_in_one_statement(
     assert parsed is not None
 
     # Queued, then started by a worker, then ended: each poll answers from one statement.
-    with counted(monkeypatch) as statements:
+    with counted_statements(monkeypatch) as statements:
         assert (await retrieval.retrieve(response_id, "alice"))["status"] == "queued"
     assert sum(statements.values()) == 1, statements
     started = {"type": "response.in_progress", "sequence_number": FIRST_WORKER_SEQUENCE}
     await log.append(parsed.nonce, [started])
-    with counted(monkeypatch) as statements:
+    with counted_statements(monkeypatch) as statements:
         assert (await retrieval.retrieve(response_id, "alice"))["status"] == "in_progress"
     assert sum(statements.values()) == 1, statements
     ended = {**created, "status": "completed", "output": []}
@@ -83,7 +65,7 @@ async def test_a_poll_reads_the_record_and_the_runs_last_event_in_one_statement(
         parsed.nonce,
         [{"type": "response.completed", "sequence_number": 3, "response": ended}],
     )
-    with counted(monkeypatch) as statements:
+    with counted_statements(monkeypatch) as statements:
         assert await retrieval.retrieve(response_id, "alice") == ended
     assert sum(statements.values()) == 1, statements
 

@@ -4,9 +4,6 @@ round trip less per run than a delete of their own). Real PostgreSQL."""
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -19,6 +16,7 @@ from lgos.run.interrupts import checkpoint_thread_id
 from lgos.wire import ids
 from tests.background import job_worker
 from tests.background.test_job import submitted
+from tests.support.postgres import counted_statements
 
 # Advisory locks held in this test's database (the server is shared with other tests).
 LOCKS_HERE = (
@@ -27,21 +25,6 @@ LOCKS_HERE = (
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.timeout(120)]
-
-
-@contextmanager
-def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter[str]]:
-    """The statements psycopg's cursors send in the block, by their first words."""
-    counts: collections.Counter[str] = collections.Counter()
-    original = psycopg.AsyncCursor.execute
-
-    async def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        counts[" ".join(str(query).split()[:4])] += 1
-        return await original(self, query, *args, **kwargs)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(psycopg.AsyncCursor, "execute", execute)
-        yield counts
 
 
 async def rows(uri: str, query: str, *params: object) -> int:
@@ -85,7 +68,7 @@ async def test_a_finished_runs_checkpoints_go_with_its_lease_after_its_logged_en
             await append(run_id, batch)
 
         monkeypatch.setattr(events, "append", logging_the_end)
-        with counted(monkeypatch) as statements:
+        with counted_statements(monkeypatch, words=4) as statements:
             response = await executor(job, engine_run_id)
         assert response["status"] == "completed"
         # The end was logged while the run's checkpoints were still there (under the lease) ...

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
+import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -41,3 +44,20 @@ def temporary_database(prefix: str = "lgos_test") -> Iterator[str]:
         yield uri
     finally:
         drop_database(name)
+
+
+@contextmanager
+def counted_statements(
+    monkeypatch: pytest.MonkeyPatch, words: int = 3
+) -> Iterator[collections.Counter[str]]:
+    """The statements psycopg's async cursors send in the block, by their first `words`."""
+    counts: collections.Counter[str] = collections.Counter()
+    original = psycopg.AsyncCursor.execute
+
+    async def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        counts[" ".join(str(query).split()[:words])] += 1
+        return await original(self, query, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(psycopg.AsyncCursor, "execute", execute)
+        yield counts
