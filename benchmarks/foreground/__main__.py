@@ -1,8 +1,8 @@
 """The foreground suite: `just bench [--quick | --smoke]` (`python -m benchmarks.foreground`).
 
 Starts every target (bare, lgos, reference) as its own Uvicorn process pinned to one core, drives
-them from this process pinned to the other core, interleaving the targets batch by batch for
-several passes, and writes a markdown report and a plot.
+them from this process pinned to the other core, interleaving the targets in short slices of
+each batch for several passes, and writes a markdown report and a plot.
 """
 
 import argparse
@@ -43,6 +43,11 @@ class ForegroundCounts:
     rss_early: int  # RSS is read after this many requests ...
     rss_late: int  # ... and after this many
     warmup: int
+    # Each pass's batch of a scenario is sent in this many slices, the targets taking turns
+    # slice by slice (in the reverse order every other slice), so the targets' figures are
+    # measured within a second of each other and a few seconds of the host's other work
+    # weigh on both alike.
+    slices: int
 
     def requests(self, scenario: Scenario) -> int:
         if scenario.stream:
@@ -62,12 +67,29 @@ MODES = {
         rss_early=1000,
         rss_late=25000,
         warmup=200,
+        slices=8,
     ),
     "quick": ForegroundCounts(
-        passes=3, c1=80, c32=250, streams=3, sleep=300, rss_early=1000, rss_late=1500, warmup=20
+        passes=3,
+        c1=80,
+        c32=250,
+        streams=3,
+        sleep=300,
+        rss_early=1000,
+        rss_late=1500,
+        warmup=20,
+        slices=2,
     ),
     "smoke": ForegroundCounts(
-        passes=1, c1=5, c32=40, streams=1, sleep=100, rss_early=100, rss_late=200, warmup=5
+        passes=1,
+        c1=5,
+        c32=40,
+        streams=1,
+        sleep=100,
+        rss_early=100,
+        rss_late=200,
+        warmup=5,
+        slices=1,
     ),
 }
 SETTLE = 0.05  # seconds after a batch before reading the server's CPU time
@@ -106,6 +128,20 @@ async def _measured(
     return batch, target.cpu_seconds() - before
 
 
+def _slices(
+    requests: int, slices: int, servers: list[targets.Target]
+) -> list[tuple[int, list[targets.Target]]]:
+    """A batch of `requests` in `slices` parts (as even as can be), each with the order the
+    targets take their turns in: forward, backward, forward..., so neither always goes first."""
+    slices = max(1, min(slices, requests))
+    sizes = [
+        requests // slices + (1 if index < requests % slices else 0) for index in range(slices)
+    ]
+    return [
+        (size, servers if index % 2 == 0 else servers[::-1]) for index, size in enumerate(sizes)
+    ]
+
+
 async def _memory(
     target: targets.Target, session: Any, counts: ForegroundCounts
 ) -> dict[str, float]:
@@ -136,10 +172,20 @@ async def _run(servers: list[targets.Target], counts: ForegroundCounts) -> repor
                 await load.run_batch(sessions[server.name], server.url, scenario, warmup)
         for number in range(1, counts.passes + 1):
             for scenario in SCENARIOS:
+                batches = {server.name: load.Batch() for server in servers}
+                cpu = dict.fromkeys(batches, 0.0)
+                for requests, order in _slices(counts.requests(scenario), counts.slices, servers):
+                    for server in order:
+                        part, used = await _measured(
+                            server, sessions[server.name], scenario, requests
+                        )
+                        batches[server.name].extend(part)
+                        cpu[server.name] += used
                 for server in servers:
-                    requests = counts.requests(scenario)
-                    batch, cpu = await _measured(server, sessions[server.name], scenario, requests)
-                    results.add(scenario.name, server.name, _metrics(scenario, batch, cpu))
+                    batch = batches[server.name]
+                    results.add(
+                        scenario.name, server.name, _metrics(scenario, batch, cpu[server.name])
+                    )
                     if scenario.name == "responses stream":
                         results.sample_deltas.setdefault(server.name, batch.sample_delta)
                 print(results.pass_line(number, scenario.name), flush=True)

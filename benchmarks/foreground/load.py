@@ -50,6 +50,18 @@ class Batch:
     durations: list[float] = field(default_factory=list)
     sample_delta: dict[str, Any] | None = None
 
+    def extend(self, other: "Batch") -> None:
+        """Add another batch's figures to this one's (the parts of one interleaved batch)."""
+        self.requests += other.requests
+        self.wall += other.wall
+        self.latencies += other.latencies
+        self.first_delta += other.first_delta
+        self.deltas += other.deltas
+        self.body_bytes += other.body_bytes
+        self.durations += other.durations
+        if self.sample_delta is None:
+            self.sample_delta = other.sample_delta
+
 
 def _text_delta(api: str, event: dict[str, Any]) -> bool:
     if api == "chat":

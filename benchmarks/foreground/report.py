@@ -330,9 +330,10 @@ def _method(meta: dict[str, str]) -> list[str]:
         "core; the load client (aiohttp, keep-alive connections) runs in a separate process "
         "pinned to the other core.",
         f"- Counts ({meta['mode']} run): {meta['counts']}. Before the passes, each target "
-        "serves the memory phase and a warm-up. In every pass each scenario runs on every "
-        "target back to back (bare, lgos, reference), so each ratio compares batches measured "
-        "a few seconds apart.",
+        "serves the memory phase and a warm-up. In every pass each scenario's batch is sent in "
+        "slices, the targets taking turns slice by slice (bare, lgos, reference, then the "
+        "reverse), so each ratio compares figures measured within a second or two of each "
+        "other. Server CPU is the kernel scheduler's nanosecond count for the whole process.",
         "- Wall-clock figures depend on the machine's other work: on a shared core a server "
         "with more runnable threads (the reference runs work on a thread pool) gets a larger "
         "share, so trust the CPU ratios first.",
