@@ -210,7 +210,8 @@ def _no_workflow_span() -> Iterator[None]:
 @contextlib.contextmanager
 def _no_usage_callback() -> Iterator[None]:
     """The `UsageCollector` LangChain adds to the run's callback managers (usage then reads
-    zero): the runner sets a context variable no configure hook reads."""
+    zero): the runner sets a context variable no configure hook reads (nor `get_request`,
+    which no benchmark graph calls)."""
     from contextvars import ContextVar
 
     from lgos.run import runner
