@@ -187,14 +187,9 @@ def _no_workflow_span() -> Iterator[None]:
     from lgos.run import runner
 
     class Untraced:
+        context = None  # no context to attach around the run's steps
+
         def __init__(self, model: str, conversation_id: str | None) -> None:
-            pass
-
-        def attach(self) -> None:
-            return None
-
-        @staticmethod
-        def detach(token: object) -> None:
             pass
 
         def succeed(self) -> None:
