@@ -187,14 +187,9 @@ def _no_workflow_span() -> Iterator[None]:
     from lgos.run import runner
 
     class Untraced:
+        context = None  # no context to attach around the run's steps
+
         def __init__(self, model: str, conversation_id: str | None) -> None:
-            pass
-
-        def attach(self) -> None:
-            return None
-
-        @staticmethod
-        def detach(token: object) -> None:
             pass
 
         def succeed(self) -> None:
@@ -210,7 +205,8 @@ def _no_workflow_span() -> Iterator[None]:
 @contextlib.contextmanager
 def _no_usage_callback() -> Iterator[None]:
     """The `UsageCollector` LangChain adds to the run's callback managers (usage then reads
-    zero): the runner sets a context variable no configure hook reads."""
+    zero): the runner sets a context variable no configure hook reads (nor `get_request`,
+    which no benchmark graph calls)."""
     from contextvars import ContextVar
 
     from lgos.run import runner

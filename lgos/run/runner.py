@@ -33,7 +33,7 @@ from lgos.core.run_events import (
     reasoning_of,
 )
 from lgos.core.structured_output import check_answer
-from lgos.run.nodes import STATUS_EVENT_TYPE, serving
+from lgos.run.nodes import STATUS_EVENT_TYPE
 from lgos.run.telemetry import Workflow, run_callbacks
 from lgos.run.usage import UsageCollector, collecting
 
@@ -60,7 +60,7 @@ def runnable_config(
 ) -> RunnableConfig:
     # Every key here is copied or merged into each child run's configuration (and metadata
     # into every callback manager), so the run carries only what something reads: the
-    # request reaches nodes through `nodes.serving`, and tracers see the model in the run's
+    # request reaches nodes through `usage.collecting`, and tracers see the model in the run's
     # name. LangGraph's config payloads (`configurable`, `metadata`) hold values of any type.
     run_config = RunnableConfig(
         recursion_limit=config.recursion_limit,
@@ -103,7 +103,8 @@ async def run_graph(
     if graph_input is None and checkpointing is None:
         graph_input = config.request_to_input(request)
     context: Any = config.context_factory(request) if config.context_factory else request.settings
-    usage = UsageCollector()  # reaches the run through `collecting`
+    # Reaches the run, and carries the request to its nodes, through `collecting`.
+    usage = UsageCollector(request)
     run_config = runnable_config(config, request, checkpointing)
     stream: AsyncGenerator[Any, None] = graph.astream(  # type: ignore[assignment]
         graph_input,
@@ -125,7 +126,6 @@ async def run_graph(
     try:
         while True:
             token = None if span_context is None else otel_context.attach(span_context)
-            served = serving.set(request)
             counted = collecting.set(usage)
             try:
                 part: Any = await anext(stream)
@@ -133,7 +133,6 @@ async def run_graph(
                 break
             finally:
                 collecting.reset(counted)
-                serving.reset(served)
                 if token is not None:
                     otel_context.detach(token)
             kind = part["type"]

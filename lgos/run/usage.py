@@ -23,6 +23,7 @@ from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
+from lgos.core.request import GraphRequest
 from lgos.core.run_events import NO_USAGE, Usage
 
 
@@ -44,11 +45,14 @@ class UsageCollector(BaseCallbackHandler):
     ignore_retry = True
     ignore_custom_event = True
 
-    def __init__(self) -> None:
+    def __init__(self, request: GraphRequest | None = None) -> None:
         super().__init__()
         self._lock = threading.Lock()  # sync nodes run in threads
         self._total: UsageMetadata | None = None
         self.calls = 0
+        # The request of the run, which its nodes read (`nodes.get_request`): carried here so
+        # the runner sets one context variable around each step, not two.
+        self.request = request
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         for generations in response.generations:
@@ -86,6 +90,7 @@ def usage_from_metadata(usage: UsageMetadata | None) -> Usage:
 
 
 # The collector of the run the runner is driving (set around each step it asks the graph for,
-# so that the tasks and threads LangGraph starts for the step see it too).
+# so that the tasks and threads LangGraph starts for the step see it too); through it, the
+# nodes of the step read the run's request.
 collecting: ContextVar[UsageCollector | None] = ContextVar("lgos_usage", default=None)
 register_configure_hook(collecting, inheritable=False)

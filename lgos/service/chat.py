@@ -11,7 +11,7 @@ from lgos.core.registry import GraphRegistry
 from lgos.core.run_events import Finished, Interrupted, RunEvent, TextDelta
 from lgos.service.runs import graph_request, plan_run, run_events, run_to_end, start_stream
 from lgos.wire.chat_decoder import DecodedChatRequest
-from lgos.wire.chat_encoder import ChatEncoder
+from lgos.wire.chat_encoder import ChatEncoder, completion
 from lgos.wire.types.chat import ChatCompletion, ChatStreamItem
 
 logger = logging.getLogger("lgos.chat")
@@ -30,7 +30,7 @@ async def create(
     registry: GraphRegistry, decoded: DecodedChatRequest, *, scope: str
 ) -> ChatCompletion:
     event = await run_to_end(_events(registry, decoded, scope=scope, streaming=False))
-    return ChatEncoder(decoded.body.model).completion(event)
+    return completion(decoded.body.model, event)
 
 
 async def open_stream(

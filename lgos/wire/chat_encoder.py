@@ -76,55 +76,53 @@ def tool_calls(event: Finished | Interrupted) -> list[ToolCall]:
     ]
 
 
-class ChatEncoder:
-    """One completion's JSON object or chunks; all chunks share id, created and model."""
+def completion(model: str, event: Finished | Interrupted) -> ChatCompletion:
+    """A completion that is not streamed: the whole answer in one object."""
+    calls = tool_calls(event)
+    text = event.text
+    message: CompletionMessage = {
+        "role": "assistant",
+        "content": text if text or not calls else None,
+        "refusal": None,
+        "annotations": (url_annotations(event.citations) if isinstance(event, Finished) else []),
+    }
+    if calls:
+        message["tool_calls"] = calls
+    return {
+        "id": ids.chat_completion_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": ids.system_fingerprint(),
+        "service_tier": "default",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if calls else "stop",
+            }
+        ],
+        "usage": usage_object(event.usage),
+    }
 
-    __slots__ = ("_created", "_id", "_include_usage", "_model", "_prefix")
+
+class ChatEncoder:
+    """One streamed completion's chunks; all share id, created and model. (A completion that
+    is not streamed is `completion`'s: it makes no chunk prefix.)"""
+
+    __slots__ = ("_include_usage", "_prefix")
 
     def __init__(self, model: str, *, include_usage: bool = False) -> None:
-        self._id = ids.chat_completion_id()
-        self._created = int(time.time())
-        self._model = model
         self._include_usage = include_usage
         # Everything before the choices, serialized once per stream rather than per chunk.
         self._prefix: ChunkPrefix = {
-            "id": self._id,
+            "id": ids.chat_completion_id(),
             "object": "chat.completion.chunk",
-            "created": self._created,
-            "model": self._model,
+            "created": int(time.time()),
+            "model": model,
             "system_fingerprint": ids.system_fingerprint(),
             "service_tier": "default",
-        }
-
-    def completion(self, event: Finished | Interrupted) -> ChatCompletion:
-        calls = tool_calls(event)
-        text = event.text
-        message: CompletionMessage = {
-            "role": "assistant",
-            "content": text if text or not calls else None,
-            "refusal": None,
-            "annotations": (
-                url_annotations(event.citations) if isinstance(event, Finished) else []
-            ),
-        }
-        if calls:
-            message["tool_calls"] = calls
-        return {
-            "id": self._id,
-            "object": "chat.completion",
-            "created": self._created,
-            "model": self._model,
-            "system_fingerprint": ids.system_fingerprint(),
-            "service_tier": "default",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "logprobs": None,
-                    "finish_reason": "tool_calls" if calls else "stop",
-                }
-            ],
-            "usage": usage_object(event.usage),
         }
 
     def _chunk(self, delta: ChoiceDelta, finish_reason: FinishReason | None = None) -> ChatChunk:

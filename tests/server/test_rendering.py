@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import struct
 import uuid
 from collections import OrderedDict
@@ -291,3 +292,23 @@ def test_new_ids_are_random_uuid4_hex() -> None:
         ones |= number
         zeros |= ~number
     assert (ones & zeros) | fixed == (1 << 128) - 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_forked_child_makes_ids_of_its_own() -> None:
+    # Ids come from batches of random bytes: a child forked while its parent holds a batch
+    # must not hand out the parent's next ids.
+    ids.new_hex()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        os.close(read)
+        os.write(write, " ".join(ids.new_hex() for _ in range(3)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        made_by_child = pipe.read().decode().split()
+    os.waitpid(child, 0)
+    made_by_parent = [ids.new_hex() for _ in range(3)]
+    assert len(made_by_child) == 3
+    assert not set(made_by_child) & set(made_by_parent)
