@@ -13,7 +13,6 @@ import pytest
 
 from lgos import ServerSettings, open_resources
 from lgos.background.executor import DurableRuns, JobExecutor
-from lgos.core.background import TERMINAL_EVENTS
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.wire import ids
 from tests.background import job_worker
@@ -102,4 +101,3 @@ async def test_a_finished_run_logs_its_end_and_releases_its_lease_in_one_round_t
         assert last is not None
         assert last["type"] == "response.completed"
         assert await rows(database, LOCKS_HERE) == 0
-

@@ -231,9 +231,7 @@ class PostgresRunCoordinator:
         finally:
             self._slots.release()
 
-    async def _release(
-        self, cursor: Any, key: str, lock_name: str, settled: str | None
-    ) -> None:
+    async def _release(self, cursor: Any, key: str, lock_name: str, settled: str | None) -> None:
         """Send the statement that unlocks `key`, with what its holder settled."""
         if settled is not None:
             await cursor.execute(_SETTLE_AND_UNLOCK[settled], {"lock": lock_name, "key": key})
