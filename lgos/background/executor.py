@@ -228,7 +228,7 @@ class _Run:
             if not written:
                 written = [first]
             if self.job.stream:
-                return await run.streamed(events, written)
+                return await run.streamed(events, written, key)
             response = await run.polled()
             await run.log_end(events, response, written[-1]["sequence_number"] + 1, key)
             return response
@@ -256,8 +256,10 @@ class _Run:
         )
 
     async def streamed(
-        self, events: ResponseEventLog, written: list[StreamEvent]
+        self, events: ResponseEventLog, written: list[StreamEvent], key: str
     ) -> ResponseObject:
+        """Stream the run into the log; the batch with its end is logged by the release of
+        the lease on `key` when its coordinator can (`log_end`), else at once."""
         # Events a dead worker already wrote stay: this run continues their sequence numbers.
         if written and written[-1]["type"] in TERMINAL_EVENTS:
             # The previous worker finished the stream but died before the engine stored it.
@@ -275,10 +277,16 @@ class _Run:
             continue_existing=True,
             raise_transient=True,
         ):
-            await events.append(self.engine_run_id, batch)
-            for event in batch:
-                if event["type"] in TERMINAL_EVENTS:
-                    result = event["response"]
+            ending = [event for event in batch if event["type"] in TERMINAL_EVENTS]
+            if ending:
+                result = ending[-1]["response"]
+            coordinator = self.registry.run_coordinator
+            if not (
+                ending
+                and coordinator is not None
+                and await coordinator.log_with_release(key, events, self.engine_run_id, batch)
+            ):
+                await events.append(self.engine_run_id, batch)
         if result is None:  # the run ended without a terminal event: never expected
             return self.prepared.echo.snapshot("failed", error=failure())
         return result

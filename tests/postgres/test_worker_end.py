@@ -52,8 +52,9 @@ def sent_in_order(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, i
         yield sent
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["polled", "streamed"])
 async def test_a_finished_run_logs_its_end_and_releases_its_lease_in_one_round_trip(
-    database: str, monkeypatch: pytest.MonkeyPatch
+    database: str, monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
     """The end is committed in a transaction of its own, then the release (which deletes the
     run's checkpoints) unlocks the run: both in one pipeline, so one round trip, and the end is
@@ -64,6 +65,7 @@ async def test_a_finished_run_logs_its_end_and_releases_its_lease_in_one_round_t
         "input": "Quarterly risks",
         "background": True,
         "metadata": {"lgos_settings": '{"delay_seconds": 0}'},
+        "stream": stream,
     }
     job = submitted(request, job_worker.registry())
     engine_run_id = ids.new_hex()
@@ -80,9 +82,10 @@ async def test_a_finished_run_logs_its_end_and_releases_its_lease_in_one_round_t
             response = await executor(job, engine_run_id)
         assert response["status"] == "completed"
         appends = [i for i, (words, _) in enumerate(sent) if words.startswith("WITH added AS")]
-        # The worker's appends: its end alone (the start went with the log's read).
-        assert len(appends) == 1
-        end = appends[0]
+        # The worker's appends: its end alone (the start went with the log's read), or for a
+        # stream its batches, the last with the end.
+        assert len(appends) == 1 or stream
+        end = appends[-1]
         pipeline = sent[end][1]
         assert pipeline is not None, "the end was logged in a round trip of its own"
         together = [words for words, used in sent if used == pipeline]
