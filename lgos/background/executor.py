@@ -256,10 +256,10 @@ class _Run:
         )
 
     async def streamed(
-        self, events: ResponseEventLog, written: list[StreamEvent], key: str
+        self, events: ResponseEventLog, written: list[StreamEvent], key: str | None = None
     ) -> ResponseObject:
-        """Stream the run into the log; the batch with its end is logged by the release of
-        the lease on `key` when its coordinator can (`log_end`), else at once."""
+        """Stream the run into the log; under the lease on `key`, the batch with its end is
+        logged by the lease's release when its coordinator can (`log_end`), else at once."""
         # Events a dead worker already wrote stay: this run continues their sequence numbers.
         if written and written[-1]["type"] in TERMINAL_EVENTS:
             # The previous worker finished the stream but died before the engine stored it.
@@ -283,6 +283,7 @@ class _Run:
             coordinator = self.registry.run_coordinator
             if not (
                 ending
+                and key is not None
                 and coordinator is not None
                 and await coordinator.log_with_release(key, events, self.engine_run_id, batch)
             ):
