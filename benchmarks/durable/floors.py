@@ -83,15 +83,16 @@ class HatchetFloor:
             seconds.append(time.perf_counter() - started)
         return median_ms(seconds)
 
-    async def latency_polled(self, runs: int) -> float:
-        """Trigger, then read the run over REST every 10 ms until it shows completed: how
-        LGOS's API learns that a run finished (any instance, no subscription)."""
+    async def latency_polled(self, runs: int, *, graph: bool = False) -> float:
+        """Trigger, then read the run over REST every 10 ms until it shows completed: a
+        client that polls, as LGOS's polled figures do (the floor of those, not a goal)."""
         from hatchet_sdk.clients.rest.exceptions import NotFoundException
 
+        task = self.graph_task if graph else self.task
         seconds = []
         for _ in range(runs):
             started = time.perf_counter()
-            ref = await self.task.aio_run(wait_for_result=False)
+            ref = await task.aio_run(wait_for_result=False)
             while True:
                 try:
                     status = await self.hatchet.runs.aio_get_status(ref.workflow_run_id)

@@ -8,7 +8,10 @@ floor workers, as in `just bench-durable`'s engine + graph floor), LGOS from `--
 from this checkout (each `lgos serve` and two `lgos worker`, in a Hatchet namespace and on a
 throwaway database of its own; `--before` needs its own synced `.venv`). Every pass measures the
 three one after the other, in an order that turns from pass to pass: create → completed one at a
-time (polled every 10 ms; the floor waits on the engine's push) and a burst (runs/s). A machine
+time and a burst (runs/s), LGOS's both polled (every 10 ms one at a time, every 250 ms in a
+burst) and streamed (the client follows the run's stream to its end: push, as the floor's
+client waits on the engine's subscription; the goals), and the floor's latency also read over
+REST every 10 ms (the polled figures' floor, not a goal). A machine
 that other work loads moves every figure, so the ratios pair figures seconds apart, and the
 bursts' CPU per run is split by who spent it: LGOS's API, its workers (the floor's workers), the
 engine, and PostgreSQL (the backends of the deployment's and the engine's databases).
@@ -46,7 +49,12 @@ from benchmarks.durable.deployments import (
 )
 from benchmarks.durable.floor_worker import CHECKPOINT_URI_VARIABLE
 from benchmarks.durable.floors import HatchetFloor, floor_workers
-from benchmarks.durable.lgos_runs import lgos_burst, lgos_latency
+from benchmarks.durable.lgos_runs import (
+    lgos_burst,
+    lgos_burst_streamed,
+    lgos_latency,
+    lgos_latency_streamed,
+)
 
 FLOOR = "floor"
 
@@ -119,6 +127,10 @@ class Passes:
         return statistics.median(pairs), pairs
 
 
+STREAMED = " streamed"
+REST_POLLED = "floor, REST polled"
+
+
 async def measure(
     args: argparse.Namespace,
     targets: dict[str, Target],
@@ -127,30 +139,42 @@ async def measure(
     engine: psutil.Process,
     databases: dict[str, str],
 ) -> Passes:
+    """Every pass: the floor (its latency by subscription and, not a goal, read over REST
+    every 10 ms; its burst), then each target polled and streamed (`lgos_runs`)."""
     passes = Passes()
+
+    def target_of(name: str) -> Target:
+        return targets[name.removesuffix(STREAMED)]
 
     async def latency(name: str) -> float:
         if name == FLOOR:
             return await floor.latency(args.runs, graph=True)
-        return await lgos_latency(targets[name].client, args.runs)
+        if name == REST_POLLED:
+            return await floor.latency_polled(args.runs, graph=True)
+        if name.endswith(STREAMED):
+            return await lgos_latency_streamed(target_of(name).client, args.runs)
+        return await lgos_latency(target_of(name).client, args.runs)
 
     async def burst(name: str) -> float:
         parts = (
             {"workers": floor_processes}
             if name == FLOOR
-            else {"api": [targets[name].api], "workers": targets[name].workers}
+            else {"api": [target_of(name).api], "workers": target_of(name).workers}
         )
-        own = [databases[name], databases["engine"]]
+        own = [databases[name.removesuffix(STREAMED)], databases["engine"]]
         before = {part: cpu_seconds(processes) for part, processes in parts.items()}
         engine_before, postgres_before = tree_cpu_seconds([engine.pid]), _postgres_cpu(own)
-        # The benchmark's own process is the clients (the SDKs' waits: LGOS's polls, the
-        # floor's result subscription); it shares the machine's cores with what it measures.
+        # The benchmark's own process is the clients (LGOS's creates and polls or streams,
+        # the floor's triggers and result subscription); it shares the machine's cores with
+        # what it measures.
         client_before = time.process_time()
-        run: Callable[[], Awaitable[float]] = (
-            (lambda: floor.burst(args.burst, graph=True))
-            if name == FLOOR
-            else (lambda: lgos_burst(targets[name].client, args.burst))
-        )
+        run: Callable[[], Awaitable[float]]
+        if name == FLOOR:
+            run = lambda: floor.burst(args.burst, graph=True)  # noqa: E731
+        elif name.endswith(STREAMED):
+            run = lambda: lgos_burst_streamed(target_of(name).client, args.burst)  # noqa: E731
+        else:
+            run = lambda: lgos_burst(target_of(name).client, args.burst)  # noqa: E731
         rate = await run()
         per_run = 1000 / args.burst
         for part, processes in parts.items():
@@ -160,17 +184,26 @@ async def measure(
         passes.add(f"{name} cpu client", (time.process_time() - client_before) * per_run)
         return rate
 
-    names = [FLOOR, *targets]
-    for name in names:  # warm-up
+    lgos = [f"{name}{way}" for name in targets for way in ("", STREAMED)]
+    latency_names = [FLOOR, REST_POLLED, *lgos]
+    burst_names = [FLOOR, *lgos]
+    for name in latency_names:  # warm-up
         await latency(name)
+    for name in burst_names:
         await burst(name)
     for number in range(args.passes):
-        order = names[number % len(names) :] + names[: number % len(names)]
-        for name in order:
-            passes.add(f"{name} latency", await latency(name))
-        for name in order:
-            passes.add(f"{name} burst", await burst(name))
-        shown = ", ".join(f"{name} {values[-1]:.1f}" for name, values in passes.figures.items())
+        for names, step, kind in (
+            (latency_names, latency, "latency"),
+            (burst_names, burst, "burst"),
+        ):
+            turn = number % len(names)
+            for name in names[turn:] + names[:turn]:
+                passes.add(f"{name} {kind}", await step(name))
+        shown = ", ".join(
+            f"{name} {values[-1]:.1f}"
+            for name, values in passes.figures.items()
+            if name.endswith(("latency", "burst"))
+        )
         load = os.getloadavg()[0]
         print(f"pass {number + 1} ({time.strftime('%H:%M:%S')}, load {load:.1f}): {shown}")
     for target in targets.values():
@@ -179,15 +212,16 @@ async def measure(
 
 
 def report(passes: Passes, targets: list[str]) -> str:
-    lines = ["| figure (median over passes) | floor | " + " | ".join(targets) + " |"]
-    lines.append("| --- | ---: |" + " ---: |" * len(targets))
+    columns = [FLOOR, REST_POLLED, *(f"{name}{way}" for name in targets for way in ("", STREAMED))]
+    lines = ["| figure (median over passes) | " + " | ".join(columns) + " |"]
+    lines.append("| --- |" + " ---: |" * len(columns))
 
     def row(label: str, key: str, unit: str) -> None:
         cells = [
             f"{passes.median(f'{name} {key}'):.1f}{unit}"
             if f"{name} {key}" in passes.figures
             else "—"
-            for name in (FLOOR, *targets)
+            for name in columns
         ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
 
@@ -195,13 +229,30 @@ def report(passes: Passes, targets: list[str]) -> str:
     row("runs/s (burst)", "burst", "")
     for part in ("api", "workers", "engine", "postgres", "client"):
         row(f"CPU per run in the burst: {part}", f"cpu {part}", " ms")
+
+    def ratio(label: str, top: str, bottom: str) -> str:
+        value, values = passes.ratio(top, bottom)
+        return f"{label} {value:.2f}× ({', '.join(f'{x:.2f}' for x in values)})"
+
     for name in targets:
-        latency, latencies = passes.ratio(f"{name} latency", f"{FLOOR} latency")
-        rate, rates = passes.ratio(f"{name} burst", f"{FLOOR} burst")
+        streamed = name + STREAMED
         lines.append(
-            f"\n{name}: create→completed ÷ floor {latency:.2f}× "
-            f"({', '.join(f'{x:.2f}' for x in latencies)}); runs/s ÷ floor {rate:.2f}× "
-            f"({', '.join(f'{x:.2f}' for x in rates)})"
+            f"\n{name}, streamed (the goals, push against push): "
+            + ratio("create→completed ÷ floor", f"{streamed} latency", f"{FLOOR} latency")
+            + "; "
+            + ratio("runs/s ÷ floor", f"{streamed} burst", f"{FLOOR} burst")
+        )
+        lines.append(
+            f"{name}, polled (not a goal): "
+            + ratio(
+                "create→completed ÷ REST-polled floor",
+                f"{name} latency",
+                f"{REST_POLLED} latency",
+            )
+            + "; "
+            + ratio("÷ floor", f"{name} latency", f"{FLOOR} latency")
+            + "; "
+            + ratio("runs/s ÷ floor", f"{name} burst", f"{FLOOR} burst")
         )
     return "\n".join(lines)
 
@@ -230,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         stack.enter_context(started(floor_processes, r"floor\.ready"))
         databases = {name: _dbname(target.uri) for name, target in targets.items()}
+        databases[REST_POLLED] = _dbname(floor_uri)
         databases[FLOOR] = _dbname(floor_uri)
         databases["engine"] = _dbname(engine.environ()["DATABASE_URL"].split("?")[0])
         passes = asyncio.run(

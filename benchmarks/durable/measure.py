@@ -15,7 +15,15 @@ from psycopg_pool import AsyncConnectionPool
 
 from benchmarks.durable.deployments import Deployment, Process, cpu_seconds, print_server_errors
 from benchmarks.durable.floors import DBOSFloor, HatchetFloor, LangGraphFloors
-from benchmarks.durable.lgos_runs import lgos_burst, lgos_latency, lgos_review, stream_tail
+from benchmarks.durable.lgos_runs import (
+    STREAMED,
+    lgos_burst,
+    lgos_burst_streamed,
+    lgos_latency,
+    lgos_latency_streamed,
+    lgos_review,
+    stream_tail,
+)
 
 
 @dataclass(frozen=True)
@@ -98,12 +106,27 @@ async def measure(
             steps.append(
                 ("hatchet floor, REST polled", lambda: hatchet_floor.latency_polled(counts.runs))
             )
+            steps.append(
+                (
+                    "hatchet engine + graph floor, REST polled",
+                    lambda: hatchet_floor.latency_polled(counts.runs, graph=True),
+                )
+            )
         steps += [
             ("checkpoint floor", lambda: floors.checkpoint(counts.runs)),
             ("review floor", lambda: floors.review_round_trip(counts.runs)),
         ]
         for name, client in clients.items():
             steps.append((f"lgos {name}", lambda c=client: lgos_latency(c, counts.runs)))
+        if "hatchet" in clients:
+            # Push against push: the client follows the run's stream to its end, as the
+            # floor's waits on the engine's subscription (`lgos_runs.streamed_run`).
+            steps.append(
+                (
+                    f"lgos hatchet{STREAMED}",
+                    lambda: lgos_latency_streamed(clients["hatchet"], counts.runs),
+                )
+            )
         steps.append(
             (
                 "lgos review foreground",
@@ -152,6 +175,14 @@ async def measure(
         for name, client in clients.items():
             steps.append((f"lgos {name} burst", lambda c=client: lgos_burst(c, counts.burst)))
             served[f"lgos {name} burst"] = deployments[name].processes
+        if "hatchet" in clients:
+            steps.append(
+                (
+                    f"lgos hatchet{STREAMED} burst",
+                    lambda: lgos_burst_streamed(clients["hatchet"], counts.burst),
+                )
+            )
+            served[f"lgos hatchet{STREAMED} burst"] = deployments["hatchet"].processes
 
         print("warm-up", flush=True)
         for _, step in steps:

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -223,14 +223,14 @@ class _Run:
             if written and not await run.can_continue(run_id):
                 logger.error("background.run_lost")
                 lost = self.prepared.echo.snapshot("failed", error=failure(RUN_LOST_MESSAGE))
-                await run.log_end(events, lost, written[-1]["sequence_number"] + 1)
+                await run.log_end(events, lost, written[-1]["sequence_number"] + 1, key)
                 return lost
             if not written:
                 written = [first]
             if self.job.stream:
-                return await run.streamed(events, written)
+                return await run.streamed(events, written, key)
             response = await run.polled()
-            await run.log_end(events, response, written[-1]["sequence_number"] + 1)
+            await run.log_end(events, response, written[-1]["sequence_number"] + 1, key)
             return response
 
     async def can_continue(self, run_id: str) -> bool:
@@ -256,8 +256,10 @@ class _Run:
         )
 
     async def streamed(
-        self, events: ResponseEventLog, written: list[StreamEvent]
+        self, events: ResponseEventLog, written: list[StreamEvent], key: str | None = None
     ) -> ResponseObject:
+        """Stream the run into the log; under the lease on `key`, the batch with its end is
+        logged by the lease's release when its coordinator can (`log_end`), else at once."""
         # Events a dead worker already wrote stay: this run continues their sequence numbers.
         if written and written[-1]["type"] in TERMINAL_EVENTS:
             # The previous worker finished the stream but died before the engine stored it.
@@ -275,24 +277,37 @@ class _Run:
             continue_existing=True,
             raise_transient=True,
         ):
-            await events.append(self.engine_run_id, batch)
-            for event in batch:
-                if event["type"] in TERMINAL_EVENTS:
-                    result = event["response"]
+            ending = [event for event in batch if event["type"] in TERMINAL_EVENTS]
+            if ending:
+                result = ending[-1]["response"]
+            coordinator = self.registry.run_coordinator
+            if not (
+                ending
+                and key is not None
+                and coordinator is not None
+                and await coordinator.log_with_release(key, events, self.engine_run_id, batch)
+            ):
+                await events.append(self.engine_run_id, batch)
         if result is None:  # the run ended without a terminal event: never expected
             return self.prepared.echo.snapshot("failed", error=failure())
         return result
 
     async def log_end(
-        self, events: ResponseEventLog, response: ResponseObject, sequence: int
+        self, events: ResponseEventLog, response: ResponseObject, sequence: int, key: str
     ) -> None:
         """Log the end of a run that did not stream: polls read it there (an engine's own view
-        of a run's end may lag), and a later execution of the run finds it."""
+        of a run's end may lag), and a later execution of the run finds it. Under the lease on
+        `key`, whose release logs it when its coordinator can (in the release's round trip,
+        committed before the lease is free), else now."""
         ending: ResponseLifecycleEvent = {
             "type": TERMINAL_EVENT_FOR_STATUS.get(response["status"], "response.failed"),
             "sequence_number": sequence,
             "response": response,
         }
+        coordinator = self.registry.run_coordinator
+        assert coordinator is not None
+        if await coordinator.log_with_release(key, events, self.engine_run_id, [ending]):
+            return
         try:
             await events.append(self.engine_run_id, [ending])
         except Exception as error:
@@ -329,6 +344,11 @@ class _HeldLease:
     async def finish(self, key: str, checkpointer: Any) -> bool:
         # The executor's release deletes the thread, after `_Run.once` has logged the end.
         return await self.coordinator.finish(key, checkpointer)
+
+    async def log_with_release(
+        self, key: str, log: Any, run_id: str, events: Sequence[Mapping[str, Any]]
+    ) -> bool:
+        return await self.coordinator.log_with_release(key, log, run_id, events)
 
     async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
         return await self.coordinator.paused_before(cutoff, limit)

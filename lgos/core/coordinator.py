@@ -8,7 +8,7 @@ run paused, so abandoned pauses can be found without scanning checkpoints.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -43,6 +43,16 @@ class RunCoordinator(Protocol):
         of `checkpointer` in the round trip that releases the lease (and forgets `key`, as
         `mark_done`) takes that on and returns True; else False, and the caller deletes the
         thread and calls `mark_done` now."""
+        ...
+
+    async def log_with_release(
+        self, key: str, log: Any, run_id: str, events: Sequence[Mapping[str, Any]]
+    ) -> bool:
+        """Under its lease: `events` are the last that the holder appends to `log` for
+        engine run `run_id` (a run's logged end). A coordinator that appends them in the round
+        trip that releases the lease, committed before the lease is free (so whoever takes
+        it next reads them), takes that on and returns True; else False, and the caller
+        appends them now."""
         ...
 
     async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
@@ -86,6 +96,11 @@ class InMemoryRunCoordinator:
 
     async def finish(self, key: str, checkpointer: Any) -> bool:
         return False  # no round trip to save
+
+    async def log_with_release(
+        self, key: str, log: Any, run_id: str, events: Sequence[Mapping[str, Any]]
+    ) -> bool:
+        return False
 
     async def paused_before(self, cutoff: datetime, limit: int) -> list[str]:
         threshold = cutoff.timestamp()

@@ -380,13 +380,17 @@ class BackgroundResponses:
     ) -> AsyncGenerator[StreamEvent]:
         """Replay the events after `after`, then follow new ones to the terminal event.
 
-        The engine is asked whether the run ended at most every `STATUS_CHECK_SECONDS` (and
-        once at the start), not after every event: the log wakes the tail when events land.
+        The engine is asked whether the run ended at most every `STATUS_CHECK_SECONDS`, not
+        after every event: the log wakes the tail when events land. On an engine whose workers
+        log every run's end (and whose cancels log theirs, `_log_cancel`), the first question
+        waits that long too, and asks for the status alone (the run is known): a run that ends
+        within a second costs its stream no read of the engine. Elsewhere it is asked at once.
         """
         assert self.backend is not None
         loop = asyncio.get_running_loop()
         last = after
-        next_check = loop.time()
+        logged = results_in_log(self.backend)
+        next_check = loop.time() + (STATUS_CHECK_SECONDS if logged else 0.0)
         while True:
             events = as_events(await log.read(run.id, last))
             for event in events:
@@ -399,7 +403,7 @@ class BackgroundResponses:
             if loop.time() >= next_check:
                 # The run exists (created or read just now): a view that does not show it yet
                 # is waited for, not taken for a run that is gone.
-                current = await self.backend.get(run.id, exists=True)
+                current = await self.backend.get(run.id, exists=True, known=run if logged else None)
                 if current is None or current.terminal:
                     # The worker writes its terminal event before the engine records the end,
                     # so a log still without one here never gets one (cancelled, or its

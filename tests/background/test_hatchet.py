@@ -556,3 +556,43 @@ def test_an_engine_out_of_reach_is_unavailable(error: BaseException) -> None:
 )
 def test_the_engines_answers_stay_what_they_were(error: BaseException) -> None:
     assert not engine_unavailable(error)
+
+
+class WorkerOnWait(InMemoryResponseEventLog):
+    """A log whose run's worker logs its start and end when a reader first waits for them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.worker_events: list[dict[str, Any]] = []
+
+    async def wait(self, run_id: str, after: int, patience: float) -> None:
+        if self.worker_events:
+            await self.append(run_id, self.worker_events)
+            self.worker_events = []
+        await super().wait(run_id, after, patience)
+
+
+@pytest.mark.timeout(30)
+async def test_a_stream_of_a_run_that_ends_at_once_reads_nothing_from_the_engine() -> None:
+    # The stream's tail follows the log, where this engine's workers log every end: asking
+    # the engine at the start (its whole view, five queries) told it nothing the log does not.
+    engine = CountedViews()
+    events = WorkerOnWait()
+    backend = HatchetBackgroundBackend(engine, engine, events=events)
+    background = BackgroundResponses(registry(), backend)
+    body = {"model": "background-mock", "input": "x", "background": True, "stream": True}
+    decoded = responses_decoder.decode(body)
+    stream = await background.create_stream(decoded, owner_scope="default", idempotency_key=None)
+    first = await anext(stream)
+    assert first["type"] == "response.created"
+    # The worker's start and end, as `lgos worker` logs them, once the tail waits for them.
+    started = {**first["response"], "status": "in_progress"}
+    ended = {**first["response"], "status": "completed"}
+    events.worker_events = [
+        {"type": "response.in_progress", "sequence_number": 2, "response": started},
+        {"type": "response.completed", "sequence_number": 3, "response": ended},
+    ]
+    kinds = [event["type"] async for event in stream]
+    assert kinds[-2:] == ["response.in_progress", "response.completed"]
+    assert not events.worker_events  # the tail waited for them
+    assert (engine.view_reads, engine.status_reads) == (0, 0)

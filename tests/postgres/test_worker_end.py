@@ -4,6 +4,8 @@ round trip less per run than a delete of their own). Real PostgreSQL."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -11,12 +13,10 @@ import pytest
 
 from lgos import ServerSettings, open_resources
 from lgos.background.executor import DurableRuns, JobExecutor
-from lgos.core.background import TERMINAL_EVENTS
 from lgos.run.interrupts import checkpoint_thread_id
 from lgos.wire import ids
 from tests.background import job_worker
 from tests.background.test_job import submitted
-from tests.support.postgres import counted_statements
 
 # Advisory locks held in this test's database (the server is shared with other tests).
 LOCKS_HERE = (
@@ -34,15 +34,38 @@ async def rows(uri: str, query: str, *params: object) -> int:
         return int(row[0]) if row else 0
 
 
-async def test_a_finished_runs_checkpoints_go_with_its_lease_after_its_logged_end(
-    database: str, monkeypatch: pytest.MonkeyPatch
+@contextmanager
+def sent_in_order(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int | None]]]:
+    """Every statement psycopg's async cursors send in the block, in order: its first four
+    words, and the pipeline it went in (None: a round trip of its own). The statements of one
+    pipeline go to the server in one round trip."""
+    sent: list[tuple[str, int | None]] = []
+    execute = psycopg.AsyncCursor.execute
+
+    async def recording(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        pipeline = self.connection._pipeline
+        sent.append((" ".join(str(query).split()[:4]), None if pipeline is None else id(pipeline)))
+        return await execute(self, query, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(psycopg.AsyncCursor, "execute", recording)
+        yield sent
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["polled", "streamed"])
+async def test_a_finished_run_logs_its_end_and_releases_its_lease_in_one_round_trip(
+    database: str, monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
+    """The end is committed in a transaction of its own, then the release (which deletes the
+    run's checkpoints) unlocks the run: both in one pipeline, so one round trip, and the end is
+    there (and the checkpoints still were) for anyone who takes the lease next."""
     settings = ServerSettings(POSTGRES_URI=database, POSTGRES_POOL_SIZE=4, BACKGROUND="none")
     request = {
         "model": "background-mock",
         "input": "Quarterly risks",
         "background": True,
         "metadata": {"lgos_settings": '{"delay_seconds": 0}'},
+        "stream": stream,
     }
     job = submitted(request, job_worker.registry())
     engine_run_id = ids.new_hex()
@@ -55,32 +78,28 @@ async def test_a_finished_runs_checkpoints_go_with_its_lease_after_its_logged_en
             durable=DurableRuns(resources.checkpointer, resources.run_coordinator),
             events=events,
         )
-        checkpoints_at_the_end: list[int] = []
-        append = events.append
-
-        async def logging_the_end(run_id: str, batch: Any) -> None:
-            if any(event["type"] in TERMINAL_EVENTS for event in batch):
-                checkpoints_at_the_end.append(
-                    await rows(
-                        database, "SELECT count(*) FROM checkpoints WHERE thread_id = %s", thread
-                    )
-                )
-            await append(run_id, batch)
-
-        monkeypatch.setattr(events, "append", logging_the_end)
-        with counted_statements(monkeypatch, words=4) as statements:
+        with sent_in_order(monkeypatch) as sent:
             response = await executor(job, engine_run_id)
         assert response["status"] == "completed"
-        # The end was logged while the run's checkpoints were still there (under the lease) ...
-        assert len(checkpoints_at_the_end) == 1
-        assert checkpoints_at_the_end[0] > 0
-        # ... and they went with the release, which sent no statement of its own for them.
+        appends = [i for i, (words, _) in enumerate(sent) if words.startswith("WITH added AS")]
+        # The worker's appends: its end alone (the start went with the log's read), or for a
+        # stream its batches, the last with the end.
+        assert len(appends) == 1 or stream
+        end = appends[-1]
+        pipeline = sent[end][1]
+        assert pipeline is not None, "the end was logged in a round trip of its own"
+        together = [words for words, used in sent if used == pipeline]
+        assert together[0] == "BEGIN"
+        assert together[1].startswith("WITH added AS")
+        assert together[2] == "COMMIT"
+        # The release, after the commit: it deletes the checkpoints and unlocks.
+        assert together[3].startswith("WITH done AS (DELETE")
+        assert len(together) == 4
+        assert not [words for words, _ in sent[end + 3 :]], "statements after the release"
         for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
             query = f"SELECT count(*) FROM {table} WHERE thread_id = %s"
             assert await rows(database, query, thread) == 0, table
         assert await rows(database, "SELECT count(*) FROM lgos_paused_runs") == 0
-        assert not [kind for kind in statements if kind.startswith("DELETE FROM checkpoint")]
-        # The run ended: its lease is free, its Response logged.
         last = await events.last(engine_run_id)
         assert last is not None
         assert last["type"] == "response.completed"

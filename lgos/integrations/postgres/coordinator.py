@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -17,6 +17,7 @@ from lgos.core.errors import (
     ServiceUnavailableError,
     is_transient_database_error,
 )
+from lgos.integrations.postgres.events import PostgresResponseEventLog, append_statement
 from lgos.integrations.postgres.langgraph_internals import saver_pool
 from lgos.integrations.postgres.locks import UNLOCK
 from lgos.integrations.postgres.pool import Pool
@@ -141,6 +142,8 @@ class PostgresRunCoordinator:
         self._held: dict[str, AsyncConnection[DictRow]] = {}
         # Held runs that paused or ended: written to the index by their release.
         self._settled: dict[str, str] = {}
+        # Held runs' last events (their logged end), appended by their release.
+        self._logged: dict[str, tuple[str, dict[str, Any]]] = {}
 
     def lease(self, key: str) -> AbstractAsyncContextManager[None]:
         return self._lease(key)
@@ -188,21 +191,24 @@ class PostgresRunCoordinator:
     async def _unlock(self, conn: AsyncConnection[DictRow], key: str, lock_name: str) -> None:
         self._held.pop(key, None)
         settled = self._settled.pop(key, None)
+        logged = self._logged.pop(key, None)
         try:
             unlocked = False
             try:
                 async with conn.cursor(row_factory=tuple_row) as cursor:
-                    if settled is not None:
-                        await cursor.execute(
-                            _SETTLE_AND_UNLOCK[settled], {"lock": lock_name, "key": key}
-                        )
-                    elif key in self._unsettled:
-                        self._unsettled.discard(key)
-                        await cursor.execute(
-                            _FORGET_UNUSED_RUN_AND_UNLOCK, {"lock": lock_name, "key": key}
-                        )
+                    if logged is not None:
+                        # One round trip (a pipeline, one sync): the events committed in a
+                        # transaction of their own, then the release. A statement's advisory
+                        # unlock takes effect before its transaction commits, so the events
+                        # and the unlock in one statement could let the next holder read the
+                        # log without them.
+                        async with conn.pipeline():
+                            await cursor.execute("BEGIN")
+                            await cursor.execute(*logged)
+                            await cursor.execute("COMMIT")
+                            await self._release(cursor, key, lock_name, settled)
                     else:
-                        await cursor.execute(UNLOCK, (lock_name,))
+                        await self._release(cursor, key, lock_name, settled)
                     row = await cursor.fetchone()
                 unlocked = bool(row and row[0])
             except Exception as error:
@@ -224,6 +230,16 @@ class PostgresRunCoordinator:
                 await self._mark_quietly(key)
         finally:
             self._slots.release()
+
+    async def _release(self, cursor: Any, key: str, lock_name: str, settled: str | None) -> None:
+        """Send the statement that unlocks `key`, with what its holder settled."""
+        if settled is not None:
+            await cursor.execute(_SETTLE_AND_UNLOCK[settled], {"lock": lock_name, "key": key})
+        elif key in self._unsettled:
+            self._unsettled.discard(key)
+            await cursor.execute(_FORGET_UNUSED_RUN_AND_UNLOCK, {"lock": lock_name, "key": key})
+        else:
+            await cursor.execute(UNLOCK, (lock_name,))
 
     async def _mark_quietly(self, key: str) -> None:
         try:
@@ -257,6 +273,16 @@ class PostgresRunCoordinator:
             return False
         self._unsettled.discard(key)
         self._settled[key] = "finished"
+        return True
+
+    async def log_with_release(
+        self, key: str, log: Any, run_id: str, events: Sequence[Mapping[str, Any]]
+    ) -> bool:
+        if not events or key not in self._held:
+            return False
+        if not isinstance(log, PostgresResponseEventLog) or log.pool is not self._pool:
+            return False
+        self._logged[key] = append_statement(run_id, events)
         return True
 
     async def _settle(self, key: str, settled: str, statement: str) -> None:

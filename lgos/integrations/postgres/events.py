@@ -63,6 +63,19 @@ ORDER BY 1
 """
 
 
+def append_statement(
+    run_id: str, events: Sequence[Mapping[str, Any]]
+) -> tuple[str, dict[str, Any]]:
+    """The statement that appends `events` to the log and notifies their readers, with its
+    parameters (`PostgresResponseEventLog.append` sends it; a run lease's release may send it
+    in its own round trip, `PostgresRunCoordinator.log_with_release`)."""
+    return _APPEND_EVENTS, {
+        "run_id": run_id,
+        "numbers": [int(event["sequence_number"]) for event in events],
+        "events": [Jsonb(event) for event in events],
+    }
+
+
 class PostgresResponseEventLog:
     """The log in table `lgos_response_events` (created by LGOS's migrations) on the server's
     pool.
@@ -84,14 +97,7 @@ class PostgresResponseEventLog:
         if not events:
             return
         async with self.pool.connection() as conn:
-            await conn.execute(
-                _APPEND_EVENTS,
-                {
-                    "run_id": run_id,
-                    "numbers": [int(event["sequence_number"]) for event in events],
-                    "events": [Jsonb(event) for event in events],
-                },
-            )
+            await conn.execute(*append_statement(run_id, events))
 
     async def read(self, run_id: str, after: int = -1) -> list[Mapping[str, Any]]:
         async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
