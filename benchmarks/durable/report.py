@@ -99,6 +99,14 @@ def goals(results: DurableResults) -> list[Goal]:
             0.8,
             False,
         ),
+        # The measure of the rounds before 2026-12-06 (LGOS polled every 10 ms against the
+        # floor's push), kept so a reader can follow the figures across rounds.
+        Goal(
+            "(not a goal) hatchet, polled: create→completed ÷ engine + graph floor",
+            _paired(results, "lgos hatchet", (1, "hatchet engine + graph floor")),
+            1.3,
+            True,
+        ),
         Goal(
             "(not a goal) hatchet, polled: create→completed ÷ engine + graph floor, REST polled",
             _paired(results, "lgos hatchet", (1, "hatchet engine + graph floor, REST polled")),
