@@ -134,27 +134,44 @@ class PostgresResponseEventLog:
         return None if row is None else dict(row[0])
 
     async def wait(self, run_id: str, after: int, patience: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + patience
+        listener = self._started_listener()
+        with listener.waiting(run_id) as woken:
+            await self._wait_checked(run_id, after, patience, woken)
+
+    @contextmanager
+    def follow(self, run_id: str) -> Iterator[_Follower]:
+        listener = self._started_listener()
+        with listener.waiting(run_id) as woken:
+            yield _Follower(self, listener, run_id, woken)
+
+    def _started_listener(self) -> _EventListener:
         if self._listener is None:
             # The pool's own connection string (a pool opened with a callable one gives None:
             # its listener then never connects, and tails poll).
             conninfo = self.pool.conninfo
             self._listener = _EventListener(conninfo if isinstance(conninfo, str) else None)
+        self._listener.start()
+        return self._listener
+
+    async def _wait_checked(
+        self, run_id: str, after: int, patience: float, woken: asyncio.Event
+    ) -> None:
+        """Wait on `woken`, put in place before this call, after checking the log: an event
+        written between the caller's last read and then sent its notification before anyone
+        listened for it. While the listener is away, the log is read every `poll_interval`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + patience
         listener = self._listener
-        listener.start()
-        with listener.waiting(run_id) as woken:
-            # Checked once the waiter is in place: an event written between the caller's last
-            # read and now sent its notification before anyone listened for it.
-            while not await self._has_events_after(run_id, after):
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return
-                timeout = remaining if listener.listening else min(remaining, self.poll_interval)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), timeout)
-                if woken.is_set():
-                    return  # notified (or the listener changed state): the caller reads
+        assert listener is not None
+        while not await self._has_events_after(run_id, after):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            timeout = remaining if listener.listening else min(remaining, self.poll_interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), timeout)
+            if woken.is_set():
+                return  # notified (or the listener changed state): the caller reads
 
     async def _has_events_after(self, run_id: str, after: int) -> bool:
         async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
@@ -177,6 +194,39 @@ class PostgresResponseEventLog:
             return
         async with self.pool.connection() as conn, conn.cursor() as cur:
             await cur.execute("DELETE FROM lgos_response_events WHERE run_id = ANY(%s)", (ids,))
+
+
+class _Follower:
+    """One reader's waiter on the process's listener, in place from before its first read.
+    `woken` is set by every notification of the run and every change of the listener's state,
+    and cleared only as a wait returns, before the reader's next read. So while the listener
+    listens and `woken` is clear, the listener has listened since before that read, and any
+    event appended after it is announced: the wait needs no read of its own."""
+
+    def __init__(
+        self,
+        log: PostgresResponseEventLog,
+        listener: _EventListener,
+        run_id: str,
+        woken: asyncio.Event,
+    ) -> None:
+        self.log = log
+        self.listener = listener
+        self.run_id = run_id
+        self.woken = woken
+
+    async def wait(self, after: int, patience: float) -> None:
+        try:
+            if self.woken.is_set():
+                return  # heard of since the last read: the caller reads again
+            if self.listener.listening:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.woken.wait(), patience)
+                return
+            # Not listening (yet, or any more): the read that covers the gap.
+            await self.log._wait_checked(self.run_id, after, patience, self.woken)
+        finally:
+            self.woken.clear()
 
 
 class _EventListener:
