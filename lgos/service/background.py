@@ -126,7 +126,7 @@ class BackgroundResponses:
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
     ) -> ResponseObject:
         """Submit a run created without `stream`: its queued Response."""
-        run, _, new = await self._submit(
+        run, _, new, _ = await self._submit(
             decoded, owner_scope=owner_scope, idempotency_key=idempotency_key
         )
         # A retry shows the run as a poll would (its end may be in the log already).
@@ -136,25 +136,22 @@ class BackgroundResponses:
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
     ) -> AsyncGenerator[StreamEvent]:
         """Submit a run created with `stream`: its stream's events, replayed and tailed."""
-        run, prepared, new = await self._submit(
+        run, _, new, opening = await self._submit(
             decoded, owner_scope=owner_scope, idempotency_key=idempotency_key
         )
         assert self.events is not None
-        # The stream's first two events. A retry that found the run already created keeps
-        # the stored ones: the log never replaces an existing sequence number.
-        queued = ResponsesStream(prepared.with_response_id(response_id(run)).echo).queued()
-        await self.events.append(run.id, queued)
         if not new:
             return self._tail(run, self.events, after=-1)
         # A new run's log began with exactly these (only this request writes before the
         # worker's first): its stream sends them as they are, and reads the log after them.
-        return self._tail(run, self.events, after=-1, opening=queued)
+        return self._tail(run, self.events, after=-1, opening=opening)
 
     async def _submit(
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
-    ) -> tuple[BackgroundRun, responses.PreparedResponse, bool]:
-        """Check, submit and index a run: the run, the prepared request, and whether the run
-        is new (not one an earlier request with the same idempotency key created)."""
+    ) -> tuple[BackgroundRun, responses.PreparedResponse, bool, list[StreamEvent]]:
+        """Check, submit and index a run: the run, the prepared request, whether the run is
+        new (not one an earlier request with the same idempotency key created), and for a
+        streamed run its stream's first events, logged."""
         model = decoded.body.model
         config = self.registry.get(model)
         if self.backend is None:
@@ -193,9 +190,22 @@ class BackgroundResponses:
         # Index a new run only: a retry that found its run (another job) was indexed already.
         # Compared as JSON, the form in which an engine stores and returns the job.
         new = run.job.model_dump(mode="json") == job.model_dump(mode="json")
+        # A streamed run's first two events. A retry that found the run already created
+        # keeps the stored ones: the log never replaces an existing sequence number.
+        opening: list[StreamEvent] = []
+        if decoded.stream:
+            opening = ResponsesStream(prepared.with_response_id(response_id(run)).echo).queued()
+        with_record = False
         if self.stateful is not None and new:
-            await self.stateful.remember_background(prepared, owner_scope, response_id(run))
-        return run, prepared, new
+            # Logged with the record, in one write, where the store's log is the engine's.
+            with_record = bool(opening) and self.stateful.store.events is self.events
+            await self.stateful.remember_background(
+                prepared, owner_scope, response_id(run), (run.id, opening) if with_record else None
+            )
+        if opening and not with_record:
+            assert self.events is not None
+            await self.events.append(run.id, opening)
+        return run, prepared, new, opening
 
     def logs_in(self, log: ResponseEventLog) -> bool:
         """Whether polls read this engine's runs from `log` (`_poll_with_log`): then a caller

@@ -14,11 +14,14 @@ import psycopg
 import pytest
 
 from lgos.core.background import FIRST_WORKER_SEQUENCE
+from lgos.core.stored import StoredResponse
 from lgos.integrations.hatchet import HatchetBackgroundBackend
 from lgos.integrations.postgres import PostgresResponseEventLog
 from lgos.integrations.postgres.migrations import _apply_own_migrations
 from lgos.integrations.postgres.pool import new_pool
+from lgos.integrations.postgres.stored import PostgresResponseStore
 from lgos.service.background import BackgroundResponses
+from lgos.service.stateful import StatefulResponses
 from lgos.wire import ids, responses_decoder
 from tests.background.job_worker import registry
 from tests.background.test_hatchet import FakeHatchet
@@ -157,3 +160,46 @@ async def test_a_follower_is_woken_when_the_listener_is_lost_and_then_reads_the_
         # Listening again or not yet, the wait returns well before its patience.
         await asyncio.wait_for(waiter.wait(-1, patience=60), 20)
     assert await log.read(run_id) == [started]
+
+
+async def test_a_streamed_create_logs_its_opening_events_with_its_record_in_one_statement(
+    log: PostgresResponseEventLog, database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresResponseStore(log.pool, log)  # as the server builds it: the engine's log
+    engine = FakeHatchet()
+    backend = HatchetBackgroundBackend(engine, engine, events=log)
+    stateful = StatefulResponses(store, registry(), backend)
+    background = BackgroundResponses(registry(), backend, stateful)
+    body = {"model": "background-mock", "input": "x", "background": True, "stream": True}
+    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as listener:
+        await listener.execute("LISTEN lgos_response_events")
+        with counted_statements(monkeypatch, words=2) as statements:
+            stream = await background.create_stream(
+                responses_decoder.decode(body), owner_scope="alice", idempotency_key=None
+            )
+        assert statements == {"WITH record": 1}, statements  # was the insert, then the append
+        opening = [await anext(stream), await anext(stream)]
+        await stream.aclose()
+        parsed = ids.parse_run_response_id(str(opening[0]["response"]["id"]))
+        assert parsed is not None
+        # Announced, as every append is: a tail elsewhere wakes.
+        notice = await asyncio.wait_for(anext(listener.notifies()), 20)
+        assert notice.payload == parsed.nonce
+    # Both were written: the owner's record, and the events a late reader replays.
+    record = await store.get_response(str(opening[0]["response"]["id"]), "alice")
+    assert record is not None
+    assert record.events_key == parsed.nonce
+    assert await log.read(parsed.nonce) == opening
+
+
+async def test_a_record_of_a_deleted_id_is_not_put_back_by_its_opening_events(
+    log: PostgresResponseEventLog,
+) -> None:
+    """The record's insert keeps its guard inside the combined statement: an id deleted
+    before stays deleted (the events are the log's; they go with the record's retention)."""
+    store = PostgresResponseStore(log.pool, log)
+    record = StoredResponse(id="resp_deleted", owner_scope="alice", model="background-mock")
+    await store.put_response(record)
+    assert await store.delete_response("resp_deleted", "alice")
+    await store.put_response_and_log(record, "run", [{"type": "x", "sequence_number": 0}])
+    assert await store.get_response("resp_deleted", "alice") is None

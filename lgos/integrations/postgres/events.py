@@ -24,17 +24,20 @@ _EVENTS_CHANNEL = "lgos_response_events"
 _LISTEN_RETRY_SECONDS = 0.5
 _LISTEN_RETRY_MAX_SECONDS = 5.0
 # One statement inserts the events and notifies their readers, so a notification goes out
-# exactly when events it announces are committed (and only when some were new).
-_APPEND_EVENTS = f"""
-WITH added AS (
+# exactly when events it announces are committed (and only when some were new). `{before}`:
+# another write's common table expressions, which the statement makes too (`append_statement`).
+_APPEND_EVENTS = """
+WITH {before}added AS (
     INSERT INTO lgos_response_events (run_id, sequence_number, event)
     SELECT %(run_id)s, number, event
     FROM unnest(%(numbers)s::integer[], %(events)s::jsonb[]) AS batch(number, event)
     ON CONFLICT DO NOTHING
     RETURNING 1
 )
-SELECT pg_notify('{_EVENTS_CHANNEL}', %(run_id)s) WHERE EXISTS (SELECT FROM added)
+SELECT pg_notify('{channel}', %(run_id)s) WHERE EXISTS (SELECT FROM added)
 """
+
+_APPEND = _APPEND_EVENTS.format(before="", channel=_EVENTS_CHANNEL)
 
 # A worker's first step on a run it holds: the events after a sequence number, and when there
 # are none the run's first events, stored and announced, in one round trip. Every part reads
@@ -64,12 +67,16 @@ ORDER BY 1
 
 
 def append_statement(
-    run_id: str, events: Sequence[Mapping[str, Any]]
+    run_id: str, events: Sequence[Mapping[str, Any]], before: str = ""
 ) -> tuple[str, dict[str, Any]]:
     """The statement that appends `events` to the log and notifies their readers, with its
     parameters (`PostgresResponseEventLog.append` sends it; a run lease's release may send it
-    in its own round trip, `PostgresRunCoordinator.log_with_release`)."""
-    return _APPEND_EVENTS, {
+    in its own round trip, `PostgresRunCoordinator.log_with_release`). `before`: common table
+    expressions of another write made in the same statement, each followed by a comma (their
+    parameters are the caller's to add; PostgreSQL runs a data-modifying one to completion
+    whether or not the rest reads it)."""
+    statement = _APPEND_EVENTS.format(before=before, channel=_EVENTS_CHANNEL) if before else _APPEND
+    return statement, {
         "run_id": run_id,
         "numbers": [int(event["sequence_number"]) for event in events],
         "events": [Jsonb(event) for event in events],
