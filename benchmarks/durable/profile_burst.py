@@ -1,13 +1,14 @@
 """Where a background burst's CPU goes in LGOS's API and in one worker, per engine (not a test).
 
-    just bench-profile-burst [dbos|hatchet] [--bursts 3] [--size 60] [--top 30]
+    just bench-profile-burst [dbos|hatchet] [--bursts 3] [--size 60] [--top 30] [--stream]
 
 Starts one LGOS deployment of the engine as `just bench-durable` does (`lgos serve` and two
 `lgos worker` on a throwaway database), warms it with one burst, then records the API and
 the first worker with `py-spy record --gil` (on-CPU Python only, their child processes
 included) while `--bursts` bursts of `--size` `background-mock` runs go through (16 creates
-in flight, each run polled every 250 ms, as in `just bench-durable`). Prints, per process,
-its CPU per run (user + system, kernel accounting) shared out by py-spy's samples: by
+in flight, each run polled every 250 ms, as in `just bench-durable`; with `--stream` each run
+created with `stream` and followed to its end, as the Hatchet goals are measured). Prints, per
+process, its CPU per run (user + system, kernel accounting) shared out by py-spy's samples: by
 package, by function, and LGOS's functions by inclusive time. The worker's figure divides by
 half the runs (two workers share them), so read it as an estimate.
 """
@@ -34,7 +35,7 @@ from benchmarks.durable.deployments import (
     lgos_deployment,
     stop_children_on_sigterm,
 )
-from benchmarks.durable.lgos_runs import lgos_burst
+from benchmarks.durable.lgos_runs import lgos_burst, lgos_burst_streamed
 from benchmarks.foreground.profile import summarize
 
 RATE = 200  # samples per second
@@ -47,12 +48,15 @@ def _spy(pid: int, raw: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-async def _bursts(base_url: str, bursts: int, size: int, started: Callable[[], None]) -> None:
+async def _bursts(
+    base_url: str, bursts: int, size: int, started: Callable[[], None], stream: bool
+) -> None:
+    burst = lgos_burst_streamed if stream else lgos_burst
     async with AsyncOpenAI(base_url=f"{base_url}/v1", api_key="bench", max_retries=0) as client:
-        await lgos_burst(client, size)  # warm-up, not recorded
+        await burst(client, size)  # warm-up, not recorded
         started()
         for _ in range(bursts):
-            await lgos_burst(client, size)
+            await burst(client, size)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bursts", type=int, default=3)
     parser.add_argument("--size", type=int, default=60)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--stream", action="store_true", help="streamed runs (the Hatchet goals)")
     args = parser.parse_args(argv)
     stop_children_on_sigterm()
     runs = args.bursts * args.size
@@ -81,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 spies.append(_spy(process.popen.pid, raws[name]))
                 used[name] = cpu_seconds([process])
 
-        asyncio.run(_bursts(deployment.base_url, args.bursts, args.size, start))
+        asyncio.run(_bursts(deployment.base_url, args.bursts, args.size, start, args.stream))
         used = {name: cpu_seconds([p]) - used[name] for name, p in processes.items()}
         for spy in spies:
             spy.send_signal(signal.SIGINT)  # py-spy writes its file as it stops

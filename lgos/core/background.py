@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -231,6 +232,15 @@ class BackgroundBackend(Protocol):
         ...
 
 
+class EventWaiter(Protocol):
+    """One reader's wait for a run's next events (`ResponseEventLog.follow`)."""
+
+    async def wait(self, after: int, patience: float) -> None:
+        """Return when an event after `after` (the reader's last) may be there, or after
+        `patience` seconds."""
+        ...
+
+
 @runtime_checkable
 class ResponseEventLog(Protocol):
     """The event log of streamed background Responses: what a client replays and tails.
@@ -264,6 +274,12 @@ class ResponseEventLog(Protocol):
 
     async def wait(self, run_id: str, after: int, patience: float) -> None:
         """Return when an event after `after` may be there, or after `patience` seconds."""
+        ...
+
+    def follow(self, run_id: str) -> AbstractContextManager[EventWaiter]:
+        """A waiter for one reader of the run's events, entered before its first read and
+        held until its last: a log that hears of its appends can then tell, without reading,
+        that nothing was appended since the reader's last read (a tail's every wake)."""
         ...
 
     async def last(self, run_id: str) -> Mapping[str, Any] | None:

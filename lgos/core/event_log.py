@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -49,6 +51,21 @@ class InMemoryResponseEventLog:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(changed.wait(), patience)
 
+    @contextmanager
+    def follow(self, run_id: str) -> Iterator[LogWaiter]:
+        yield LogWaiter(self, run_id)
+
     async def delete(self, run_ids: Iterable[str]) -> None:
         for run_id in run_ids:
             self._events.pop(run_id, None)
+
+
+@dataclass(frozen=True)
+class LogWaiter:
+    """A reader's waiter that asks its log each time (`wait` checks the log itself)."""
+
+    log: InMemoryResponseEventLog
+    run_id: str
+
+    async def wait(self, after: int, patience: float) -> None:
+        await self.log.wait(self.run_id, after, patience)

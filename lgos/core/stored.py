@@ -91,6 +91,14 @@ class ResponseStore(Protocol):
         """Insert or replace the record with this id."""
         ...
 
+    async def put_response_and_log(
+        self, record: StoredResponse, log_key: str, events: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """`put_response`, and `events` appended to `events` under `log_key`: in one write,
+        for a streamed background Response whose engine logs in this store's log (its opening
+        events; one statement on PostgreSQL instead of two)."""
+        ...
+
     async def get_response(self, response_id: str, owner_scope: str) -> StoredResponse | None: ...
 
     async def get_response_and_last(

@@ -58,6 +58,12 @@ class InMemoryResponseStore:
             del self._responses[oldest]
             await self._events.delete([oldest])
 
+    async def put_response_and_log(
+        self, record: StoredResponse, log_key: str, events: Sequence[Mapping[str, Any]]
+    ) -> None:
+        await self.put_response(record)
+        await self._events.append(log_key, events)
+
     async def get_response(self, response_id: str, owner_scope: str) -> StoredResponse | None:
         record = self._responses.get(response_id)
         return record if record is not None and record.owner_scope == owner_scope else None

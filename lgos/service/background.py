@@ -126,7 +126,7 @@ class BackgroundResponses:
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
     ) -> ResponseObject:
         """Submit a run created without `stream`: its queued Response."""
-        run, _, new = await self._submit(
+        run, _, new, _ = await self._submit(
             decoded, owner_scope=owner_scope, idempotency_key=idempotency_key
         )
         # A retry shows the run as a poll would (its end may be in the log already).
@@ -136,21 +136,22 @@ class BackgroundResponses:
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
     ) -> AsyncGenerator[StreamEvent]:
         """Submit a run created with `stream`: its stream's events, replayed and tailed."""
-        run, prepared, _ = await self._submit(
+        run, _, new, opening = await self._submit(
             decoded, owner_scope=owner_scope, idempotency_key=idempotency_key
         )
         assert self.events is not None
-        # The stream's first two events. A retry that found the run already created keeps
-        # the stored ones: the log never replaces an existing sequence number.
-        queued = ResponsesStream(prepared.with_response_id(response_id(run)).echo).queued()
-        await self.events.append(run.id, queued)
-        return self._tail(run, self.events, after=-1)
+        if not new:
+            return self._tail(run, self.events, after=-1)
+        # A new run's log began with exactly these (only this request writes before the
+        # worker's first): its stream sends them as they are, and reads the log after them.
+        return self._tail(run, self.events, after=-1, opening=opening)
 
     async def _submit(
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
-    ) -> tuple[BackgroundRun, responses.PreparedResponse, bool]:
-        """Check, submit and index a run: the run, the prepared request, and whether the run
-        is new (not one an earlier request with the same idempotency key created)."""
+    ) -> tuple[BackgroundRun, responses.PreparedResponse, bool, list[StreamEvent]]:
+        """Check, submit and index a run: the run, the prepared request, whether the run is
+        new (not one an earlier request with the same idempotency key created), and for a
+        streamed run its stream's first events, logged."""
         model = decoded.body.model
         config = self.registry.get(model)
         if self.backend is None:
@@ -189,9 +190,22 @@ class BackgroundResponses:
         # Index a new run only: a retry that found its run (another job) was indexed already.
         # Compared as JSON, the form in which an engine stores and returns the job.
         new = run.job.model_dump(mode="json") == job.model_dump(mode="json")
+        # A streamed run's first two events. A retry that found the run already created
+        # keeps the stored ones: the log never replaces an existing sequence number.
+        opening: list[StreamEvent] = []
+        if decoded.stream:
+            opening = ResponsesStream(prepared.with_response_id(response_id(run)).echo).queued()
+        with_record = False
         if self.stateful is not None and new:
-            await self.stateful.remember_background(prepared, owner_scope, response_id(run))
-        return run, prepared, new
+            # Logged with the record, in one write, where the store's log is the engine's.
+            with_record = bool(opening) and self.stateful.store.events is self.events
+            await self.stateful.remember_background(
+                prepared, owner_scope, response_id(run), (run.id, opening) if with_record else None
+            )
+        if opening and not with_record:
+            assert self.events is not None
+            await self.events.append(run.id, opening)
+        return run, prepared, new, opening
 
     def logs_in(self, log: ResponseEventLog) -> bool:
         """Whether polls read this engine's runs from `log` (`_poll_with_log`): then a caller
@@ -376,44 +390,55 @@ class BackgroundResponses:
         return run
 
     async def _tail(
-        self, run: BackgroundRun, log: ResponseEventLog, after: int
+        self,
+        run: BackgroundRun,
+        log: ResponseEventLog,
+        after: int,
+        opening: list[StreamEvent] | None = None,
     ) -> AsyncGenerator[StreamEvent]:
         """Replay the events after `after`, then follow new ones to the terminal event.
+        `opening`: the log's first events, known to the caller, sent without reading them.
 
-        The engine is asked whether the run ended at most every `STATUS_CHECK_SECONDS`, not
-        after every event: the log wakes the tail when events land. On an engine whose workers
-        log every run's end (and whose cancels log theirs, `_log_cancel`), the first question
-        waits that long too, and asks for the status alone (the run is known): a run that ends
-        within a second costs its stream no read of the engine. Elsewhere it is asked at once.
+        The log is read again only when it may have more: the tail's waiter (`log.follow`)
+        is in place before the first read, so a log that hears of its appends wakes it for
+        each, and a wait needs no read of its own. The engine is asked whether the run ended
+        at most every `STATUS_CHECK_SECONDS`, not after every event. On an engine whose
+        workers log every run's end (and whose cancels log theirs, `_log_cancel`), the first
+        question waits that long too, and asks for the status alone (the run is known): a run
+        that ends within a second costs its stream no read of the engine. Elsewhere it is
+        asked at once.
         """
         assert self.backend is not None
         loop = asyncio.get_running_loop()
         last = after
         logged = results_in_log(self.backend)
         next_check = loop.time() + (STATUS_CHECK_SECONDS if logged else 0.0)
-        while True:
-            events = as_events(await log.read(run.id, last))
-            for event in events:
-                yield event
-                last = int(event["sequence_number"])
-                if event["type"] in TERMINAL_EVENTS:
-                    return
-            if events:
-                continue
-            if loop.time() >= next_check:
-                # The run exists (created or read just now): a view that does not show it yet
-                # is waited for, not taken for a run that is gone.
-                current = await self.backend.get(run.id, exists=True, known=run if logged else None)
-                if current is None or current.terminal:
-                    # The worker writes its terminal event before the engine records the end,
-                    # so a log still without one here never gets one (cancelled, or its
-                    # worker lost).
-                    if await log.read(run.id, last):
-                        continue
-                    yield _closing_event(current or run, last + 1)
-                    return
-                next_check = loop.time() + STATUS_CHECK_SECONDS
-            await log.wait(run.id, last, max(0.0, next_check - loop.time()))
+        with log.follow(run.id) as waiter:
+            events = opening or []
+            while True:
+                events = events or as_events(await log.read(run.id, last))
+                for event in events:
+                    yield event
+                    last = int(event["sequence_number"])
+                    if event["type"] in TERMINAL_EVENTS:
+                        return
+                if not events and loop.time() >= next_check:
+                    # The run exists (created or read just now): a view that does not show
+                    # it yet is waited for, not taken for a run that is gone.
+                    current = await self.backend.get(
+                        run.id, exists=True, known=run if logged else None
+                    )
+                    if current is None or current.terminal:
+                        # The worker writes its terminal event before the engine records the
+                        # end, so a log still without one here never gets one (cancelled, or
+                        # its worker lost).
+                        if await log.read(run.id, last):
+                            continue
+                        yield _closing_event(current or run, last + 1)
+                        return
+                    next_check = loop.time() + STATUS_CHECK_SECONDS
+                events = []
+                await waiter.wait(last, max(0.0, next_check - loop.time()))
 
 
 def _as_logged(run: BackgroundRun, last: Mapping[str, Any] | None) -> ResponseObject:

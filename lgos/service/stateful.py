@@ -210,27 +210,35 @@ class StatefulResponses:
         await self._extend(prepared, scope, input_items, response, checkpoint_id)
 
     async def remember_background(
-        self, prepared: PreparedResponse, scope: str, response_id: str
+        self,
+        prepared: PreparedResponse,
+        scope: str,
+        response_id: str,
+        opening: tuple[str, Sequence[StreamEvent]] | None = None,
     ) -> None:
-        """Index a submitted background Response; its result stays with the engine."""
+        """Index a submitted background Response; its result stays with the engine.
+        `opening`: a streamed run's first events and the key of its log, which must be this
+        store's log: appended with the record, in one write."""
         turn = prepared.turn
         assert prepared.decoded is not None  # the API's request
         input_items = items.input_items(prepared.decoded.body)
         parsed = ids.parse_run_response_id(response_id)
-        await self.store.put_response(
-            StoredResponse(
-                id=response_id,
-                owner_scope=scope,
-                model=prepared.model,
-                input_items=input_items,
-                history=list(turn.history),
-                background=True,
-                stream=prepared.decoded.stream,
-                events_key=parsed.nonce if parsed is not None else None,
-                conversation_id=turn.conversation_id,
-                checkpoint_id="" if prepared.plan.keep_thread else None,
-            )
+        record = StoredResponse(
+            id=response_id,
+            owner_scope=scope,
+            model=prepared.model,
+            input_items=input_items,
+            history=list(turn.history),
+            background=True,
+            stream=prepared.decoded.stream,
+            events_key=parsed.nonce if parsed is not None else None,
+            conversation_id=turn.conversation_id,
+            checkpoint_id="" if prepared.plan.keep_thread else None,
         )
+        if opening is None:
+            await self.store.put_response(record)
+        else:
+            await self.store.put_response_and_log(record, *opening)
         if turn.conversation_id is not None:
             found = await self.store.get_conversation(turn.conversation_id, scope)
             if found is not None:

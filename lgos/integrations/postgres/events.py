@@ -24,17 +24,20 @@ _EVENTS_CHANNEL = "lgos_response_events"
 _LISTEN_RETRY_SECONDS = 0.5
 _LISTEN_RETRY_MAX_SECONDS = 5.0
 # One statement inserts the events and notifies their readers, so a notification goes out
-# exactly when events it announces are committed (and only when some were new).
-_APPEND_EVENTS = f"""
-WITH added AS (
+# exactly when events it announces are committed (and only when some were new). `{before}`:
+# another write's common table expressions, which the statement makes too (`append_statement`).
+_APPEND_EVENTS = """
+WITH {before}added AS (
     INSERT INTO lgos_response_events (run_id, sequence_number, event)
     SELECT %(run_id)s, number, event
     FROM unnest(%(numbers)s::integer[], %(events)s::jsonb[]) AS batch(number, event)
     ON CONFLICT DO NOTHING
     RETURNING 1
 )
-SELECT pg_notify('{_EVENTS_CHANNEL}', %(run_id)s) WHERE EXISTS (SELECT FROM added)
+SELECT pg_notify('{channel}', %(run_id)s) WHERE EXISTS (SELECT FROM added)
 """
+
+_APPEND = _APPEND_EVENTS.format(before="", channel=_EVENTS_CHANNEL)
 
 # A worker's first step on a run it holds: the events after a sequence number, and when there
 # are none the run's first events, stored and announced, in one round trip. Every part reads
@@ -64,12 +67,16 @@ ORDER BY 1
 
 
 def append_statement(
-    run_id: str, events: Sequence[Mapping[str, Any]]
+    run_id: str, events: Sequence[Mapping[str, Any]], before: str = ""
 ) -> tuple[str, dict[str, Any]]:
     """The statement that appends `events` to the log and notifies their readers, with its
     parameters (`PostgresResponseEventLog.append` sends it; a run lease's release may send it
-    in its own round trip, `PostgresRunCoordinator.log_with_release`)."""
-    return _APPEND_EVENTS, {
+    in its own round trip, `PostgresRunCoordinator.log_with_release`). `before`: common table
+    expressions of another write made in the same statement, each followed by a comma (their
+    parameters are the caller's to add; PostgreSQL runs a data-modifying one to completion
+    whether or not the rest reads it)."""
+    statement = _APPEND_EVENTS.format(before=before, channel=_EVENTS_CHANNEL) if before else _APPEND
+    return statement, {
         "run_id": run_id,
         "numbers": [int(event["sequence_number"]) for event in events],
         "events": [Jsonb(event) for event in events],
@@ -134,27 +141,44 @@ class PostgresResponseEventLog:
         return None if row is None else dict(row[0])
 
     async def wait(self, run_id: str, after: int, patience: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + patience
+        listener = self._started_listener()
+        with listener.waiting(run_id) as woken:
+            await self._wait_checked(run_id, after, patience, woken)
+
+    @contextmanager
+    def follow(self, run_id: str) -> Iterator[_Follower]:
+        listener = self._started_listener()
+        with listener.waiting(run_id) as woken:
+            yield _Follower(self, listener, run_id, woken)
+
+    def _started_listener(self) -> _EventListener:
         if self._listener is None:
             # The pool's own connection string (a pool opened with a callable one gives None:
             # its listener then never connects, and tails poll).
             conninfo = self.pool.conninfo
             self._listener = _EventListener(conninfo if isinstance(conninfo, str) else None)
+        self._listener.start()
+        return self._listener
+
+    async def _wait_checked(
+        self, run_id: str, after: int, patience: float, woken: asyncio.Event
+    ) -> None:
+        """Wait on `woken`, put in place before this call, after checking the log: an event
+        written between the caller's last read and then sent its notification before anyone
+        listened for it. While the listener is away, the log is read every `poll_interval`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + patience
         listener = self._listener
-        listener.start()
-        with listener.waiting(run_id) as woken:
-            # Checked once the waiter is in place: an event written between the caller's last
-            # read and now sent its notification before anyone listened for it.
-            while not await self._has_events_after(run_id, after):
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return
-                timeout = remaining if listener.listening else min(remaining, self.poll_interval)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), timeout)
-                if woken.is_set():
-                    return  # notified (or the listener changed state): the caller reads
+        assert listener is not None
+        while not await self._has_events_after(run_id, after):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            timeout = remaining if listener.listening else min(remaining, self.poll_interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), timeout)
+            if woken.is_set():
+                return  # notified (or the listener changed state): the caller reads
 
     async def _has_events_after(self, run_id: str, after: int) -> bool:
         async with self.pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
@@ -177,6 +201,39 @@ class PostgresResponseEventLog:
             return
         async with self.pool.connection() as conn, conn.cursor() as cur:
             await cur.execute("DELETE FROM lgos_response_events WHERE run_id = ANY(%s)", (ids,))
+
+
+class _Follower:
+    """One reader's waiter on the process's listener, in place from before its first read.
+    `woken` is set by every notification of the run and every change of the listener's state,
+    and cleared only as a wait returns, before the reader's next read. So while the listener
+    listens and `woken` is clear, the listener has listened since before that read, and any
+    event appended after it is announced: the wait needs no read of its own."""
+
+    def __init__(
+        self,
+        log: PostgresResponseEventLog,
+        listener: _EventListener,
+        run_id: str,
+        woken: asyncio.Event,
+    ) -> None:
+        self.log = log
+        self.listener = listener
+        self.run_id = run_id
+        self.woken = woken
+
+    async def wait(self, after: int, patience: float) -> None:
+        try:
+            if self.woken.is_set():
+                return  # heard of since the last read: the caller reads again
+            if self.listener.listening:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.woken.wait(), patience)
+                return
+            # Not listening (yet, or any more): the read that covers the gap.
+            await self.log._wait_checked(self.run_id, after, patience, self.woken)
+        finally:
+            self.woken.clear()
 
 
 class _EventListener:

@@ -18,11 +18,30 @@ from psycopg.types.json import Jsonb
 from pydantic import TypeAdapter
 
 from lgos.core.stored import Order, StoredConversation, StoredResponse
-from lgos.integrations.postgres.events import PostgresResponseEventLog
+from lgos.integrations.postgres.events import PostgresResponseEventLog, append_statement
 
 # The record's JSON column, written and read back as the Pydantic model it once was did: the
 # same keys, records of earlier versions missing a field get its default.
 _RECORD: TypeAdapter[StoredResponse] = TypeAdapter(StoredResponse)
+
+
+# A record inserted or replaced, unless its id was deleted (a background run that ends after a
+# delete stays deleted).
+_PUT_RECORD = (
+    "INSERT INTO lgos_responses (id, owner_scope, created_at, record) "
+    "SELECT %(id)s, %(owner_scope)s, %(created_at)s, %(record)s WHERE NOT EXISTS "
+    "(SELECT 1 FROM lgos_deleted_responses WHERE id = %(id)s) "
+    "ON CONFLICT (id) DO UPDATE SET record = excluded.record"
+)
+
+
+def _record_parameters(record: StoredResponse) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "owner_scope": record.owner_scope,
+        "created_at": record.created_at,
+        "record": Jsonb(_RECORD.dump_python(record, mode="json")),
+    }
 
 
 class PostgresResponseStore:
@@ -41,25 +60,22 @@ class PostgresResponseStore:
             await cur.execute(query, params)
             return list(await cur.fetchall())
 
-    async def _execute(self, query: str, params: Sequence[Any]) -> int:
+    async def _execute(self, query: str, params: Sequence[Any] | Mapping[str, Any]) -> int:
         async with self.pool.connection() as conn, conn.cursor() as cur:
             await cur.execute(query, params)
             return int(cur.rowcount)
 
     async def put_response(self, record: StoredResponse) -> None:
-        await self._execute(
-            "INSERT INTO lgos_responses (id, owner_scope, created_at, record) "
-            "SELECT %s, %s, %s, %s WHERE NOT EXISTS "
-            "(SELECT 1 FROM lgos_deleted_responses WHERE id = %s) "
-            "ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-            (
-                record.id,
-                record.owner_scope,
-                record.created_at,
-                Jsonb(_RECORD.dump_python(record, mode="json")),
-                record.id,
-            ),
+        await self._execute(_PUT_RECORD, _record_parameters(record))
+
+    async def put_response_and_log(
+        self, record: StoredResponse, log_key: str, events: Sequence[Mapping[str, Any]]
+    ) -> None:
+        # One statement: the record's insert runs as a common table expression of the append.
+        statement, parameters = append_statement(
+            log_key, events, before=f"record AS ({_PUT_RECORD} RETURNING 1), "
         )
+        await self._execute(statement, {**parameters, **_record_parameters(record)})
 
     async def get_response(self, response_id: str, owner_scope: str) -> StoredResponse | None:
         rows = await self._fetch(

@@ -1,0 +1,205 @@
+"""The tail of a streamed background Response on PostgreSQL reads the log once per append it
+is told of: its opening events come from the create itself, and a wait while the process
+listens for the log's notifications reads nothing. Real PostgreSQL; the engine is the
+Hatchet tests' fake (a stream that ends at once never asks it)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from lgos.core.background import FIRST_WORKER_SEQUENCE
+from lgos.core.stored import StoredResponse
+from lgos.integrations.hatchet import HatchetBackgroundBackend
+from lgos.integrations.postgres import PostgresResponseEventLog
+from lgos.integrations.postgres.migrations import _apply_own_migrations
+from lgos.integrations.postgres.pool import new_pool
+from lgos.integrations.postgres.stored import PostgresResponseStore
+from lgos.service.background import BackgroundResponses
+from lgos.service.stateful import StatefulResponses
+from lgos.wire import ids, responses_decoder
+from tests.background.job_worker import registry
+from tests.background.test_hatchet import FakeHatchet
+from tests.support.postgres import counted_statements
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres, pytest.mark.timeout(60)]
+
+READ_EVENTS = "SELECT event FROM"
+LOOK_FOR_EVENTS = "SELECT 1 FROM"
+
+
+@pytest.fixture
+async def log(database: str) -> AsyncIterator[PostgresResponseEventLog]:
+    async with new_pool(database, 2) as pool:
+        await _apply_own_migrations(pool)
+        opened = PostgresResponseEventLog(pool)
+        try:
+            yield opened
+        finally:
+            await opened.close()
+
+
+async def listening(log: PostgresResponseEventLog) -> None:
+    """Return once the process listens for the log's notifications: a wait on a run without
+    events returns when the listener's state changes (it wakes every waiter then)."""
+    await log.wait(ids.new_hex(), -1, patience=30)
+    assert log._listener is not None
+    assert log._listener.listening
+
+
+async def opened_stream(
+    log: PostgresResponseEventLog,
+) -> tuple[AsyncIterator[Any], str, dict[str, Any]]:
+    """A streamed run created on the fake engine: its stream, engine run id and Response."""
+    engine = FakeHatchet()
+    backend = HatchetBackgroundBackend(engine, engine, events=log)
+    background = BackgroundResponses(registry(), backend)
+    body = {"model": "background-mock", "input": "x", "background": True, "stream": True}
+    stream = await background.create_stream(
+        responses_decoder.decode(body), owner_scope="alice", idempotency_key=None
+    )
+    created = await anext(stream)
+    assert created["type"] == "response.created"
+    parsed = ids.parse_run_response_id(str(created["response"]["id"]))
+    assert parsed is not None
+    return stream, parsed.nonce, dict(created["response"])
+
+
+async def test_a_new_streams_opening_events_are_not_read_back(
+    log: PostgresResponseEventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = FakeHatchet()
+    background = BackgroundResponses(
+        registry(), HatchetBackgroundBackend(engine, engine, events=log)
+    )
+    body = {"model": "background-mock", "input": "x", "background": True, "stream": True}
+    stream = await background.create_stream(
+        responses_decoder.decode(body), owner_scope="alice", idempotency_key=None
+    )
+    with counted_statements(monkeypatch) as statements:
+        opening = [await anext(stream), await anext(stream)]
+    assert [event["type"] for event in opening] == ["response.created", "response.queued"]
+    assert not statements, "the create's own events were read back from the log"
+    # What a reader that starts now replays is what this stream sent.
+    parsed = ids.parse_run_response_id(str(opening[0]["response"]["id"]))
+    assert parsed is not None
+    assert await log.read(parsed.nonce) == opening
+    await stream.aclose()
+
+
+@contextmanager
+def appended_while_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+    log: PostgresResponseEventLog,
+    run_id: str,
+    batches: list[list[dict[str, Any]]],
+) -> Iterator[None]:
+    """A worker that appends its next batch each time a reader of the log settles down to
+    wait for a notification (as a worker's appends come while the tail waits)."""
+    original = asyncio.wait_for
+
+    async def wait_for(awaited: Any, *args: Any, **kwargs: Any) -> Any:
+        if batches and getattr(awaited, "__qualname__", "") == "Event.wait":
+            await log.append(run_id, batches.pop(0))
+        return await original(awaited, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(asyncio, "wait_for", wait_for)
+        yield
+
+
+async def test_a_streams_tail_reads_the_log_once_per_append(
+    log: PostgresResponseEventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await listening(log)
+    stream, run_id, response = await opened_stream(log)
+    assert (await anext(stream))["type"] == "response.queued"
+    appended: list[list[dict[str, Any]]] = [
+        [{"type": "response.in_progress", "sequence_number": FIRST_WORKER_SEQUENCE}],
+        [{"type": "response.output_text.delta", "sequence_number": 3, "delta": "a"}],
+        [
+            {"type": "response.output_text.delta", "sequence_number": 4, "delta": "b"},
+            {"type": "response.completed", "sequence_number": 5, "response": response},
+        ],
+    ]
+    with (
+        counted_statements(monkeypatch) as statements,
+        appended_while_waiting(monkeypatch, log, run_id, list(appended)),
+    ):
+        seen = [event["type"] async for event in stream]
+    assert seen == [event["type"] for batch in appended for event in batch]
+    # One read per append (was three: the read that found it, a read that found nothing
+    # after it, and the wait's own look for events), and nothing else from the tail.
+    assert statements[READ_EVENTS] == len(appended), statements
+    assert statements[LOOK_FOR_EVENTS] == 0, statements
+    assert sum(statements.values()) == 2 * len(appended), statements  # with the appends
+
+
+async def test_a_follower_is_woken_when_the_listener_is_lost_and_then_reads_the_log(
+    log: PostgresResponseEventLog, database: str
+) -> None:
+    """While the process does not listen, an append announces itself to nobody: a waiting
+    reader is woken when the listener's session goes, and its next waits read the log."""
+    await listening(log)
+    run_id = ids.new_hex()
+    with log.follow(run_id) as waiter:
+        waiting = asyncio.create_task(waiter.wait(-1, patience=60))
+        async with await psycopg.AsyncConnection.connect(database, autocommit=True) as admin:
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND query LIKE 'LISTEN%%'"
+            )
+        await asyncio.wait_for(waiting, 20)  # woken, not left for its minute
+        started = {"type": "response.in_progress", "sequence_number": FIRST_WORKER_SEQUENCE}
+        await log.append(run_id, [started])
+        # Listening again or not yet, the wait returns well before its patience.
+        await asyncio.wait_for(waiter.wait(-1, patience=60), 20)
+    assert await log.read(run_id) == [started]
+
+
+async def test_a_streamed_create_logs_its_opening_events_with_its_record_in_one_statement(
+    log: PostgresResponseEventLog, database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresResponseStore(log.pool, log)  # as the server builds it: the engine's log
+    engine = FakeHatchet()
+    backend = HatchetBackgroundBackend(engine, engine, events=log)
+    stateful = StatefulResponses(store, registry(), backend)
+    background = BackgroundResponses(registry(), backend, stateful)
+    body = {"model": "background-mock", "input": "x", "background": True, "stream": True}
+    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as listener:
+        await listener.execute("LISTEN lgos_response_events")
+        with counted_statements(monkeypatch, words=2) as statements:
+            stream = await background.create_stream(
+                responses_decoder.decode(body), owner_scope="alice", idempotency_key=None
+            )
+        assert statements == {"WITH record": 1}, statements  # was the insert, then the append
+        opening = [await anext(stream), await anext(stream)]
+        await stream.aclose()
+        parsed = ids.parse_run_response_id(str(opening[0]["response"]["id"]))
+        assert parsed is not None
+        # Announced, as every append is: a tail elsewhere wakes.
+        notice = await asyncio.wait_for(anext(listener.notifies()), 20)
+        assert notice.payload == parsed.nonce
+    # Both were written: the owner's record, and the events a late reader replays.
+    record = await store.get_response(str(opening[0]["response"]["id"]), "alice")
+    assert record is not None
+    assert record.events_key == parsed.nonce
+    assert await log.read(parsed.nonce) == opening
+
+
+async def test_a_record_of_a_deleted_id_is_not_put_back_by_its_opening_events(
+    log: PostgresResponseEventLog,
+) -> None:
+    """The record's insert keeps its guard inside the combined statement: an id deleted
+    before stays deleted (the events are the log's; they go with the record's retention)."""
+    store = PostgresResponseStore(log.pool, log)
+    record = StoredResponse(id="resp_deleted", owner_scope="alice", model="background-mock")
+    await store.put_response(record)
+    assert await store.delete_response("resp_deleted", "alice")
+    await store.put_response_and_log(record, "run", [{"type": "x", "sequence_number": 0}])
+    assert await store.get_response("resp_deleted", "alice") is None
