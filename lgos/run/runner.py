@@ -192,8 +192,16 @@ def _chunk_text(message: Any) -> str:
     # Only model tokens stream. Whole messages that nodes write also appear in the `messages`
     # mode; the final one reaches the client through `Finished`, and the others are steps.
     if isinstance(message, AIMessageChunk):
-        return message.text
+        return plain_text(message)
     return ""
+
+
+def plain_text(message: AIMessage) -> str:
+    """The message's text as an exact `str`. LangChain's `message.text` is a `TextAccessor`,
+    a `str` subclass that orjson refuses: every answer carrying it fell back from orjson to
+    the slower pydantic-core writer (`lgos.http.rendering.answer_json`), and every text kept
+    in a Response carried the subclass into the store."""
+    return str(message.text)
 
 
 def _commentary(data: Any) -> str | None:
@@ -212,7 +220,7 @@ def _finish(
     message = config.output_to_message(output)
     if not isinstance(message, AIMessage):
         raise GraphError(f"output_to_message returned {type(message).__name__}, not AIMessage")
-    text = message.text
+    text = plain_text(message)
     # Clients see the streamed text first; the final answer must extend it, never contradict it.
     if streamed and not text.startswith(streamed):
         raise GraphError(

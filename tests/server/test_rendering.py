@@ -16,11 +16,17 @@ from typing import Any
 
 import orjson
 import pytest
+from fastapi import FastAPI
+from langchain_core.messages import AIMessage
+from langgraph.graph import MessagesState
 from pydantic_core import to_json
 
+from lgos import GraphConfig, GraphRegistry, LanggraphOpenaiServe
 from lgos.http import rendering
 from lgos.http.rendering import answer_json
 from lgos.wire import ids
+from tests.support.graphs import single_node
+from tests.support.sdk import in_process_sdk
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -42,6 +48,38 @@ def test_the_installed_orjson_writes_answers() -> None:
     # path; an orjson that disagreed would leave every answer to pydantic-core.
     assert rendering.ORJSON_AGREES
     assert answer_json is rendering._answer_json
+
+
+@pytest.mark.anyio
+async def test_an_answer_taken_from_a_messages_text_is_written_by_orjson(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # LangChain's `message.text` is a `str` subclass (`TextAccessor`) that orjson refuses;
+    # a run's answer passed on as it is made every answer fall back to pydantic-core.
+    async def answer(state: MessagesState) -> dict[str, Any]:
+        asked = state["messages"][-1].text
+        assert type(asked) is not str  # what a graph's node gets from LangChain
+        return {"messages": [AIMessage(content=asked)]}
+
+    fallbacks: list[Any] = []
+
+    def pydantic_core_writer(value: Any) -> bytes:
+        fallbacks.append(value)
+        return to_json(value)
+
+    monkeypatch.setattr(rendering, "to_json", pydantic_core_writer)
+    app = FastAPI()
+    registry = GraphRegistry(
+        graphs={"echo": GraphConfig(graph=single_node(answer), description="Echoes")}
+    )
+    LanggraphOpenaiServe(registry, app).bind_openai_api()
+    async with in_process_sdk(app) as client:
+        response = await client.responses.create(model="echo", input="hi")
+        completion = await client.chat.completions.create(
+            model="echo", messages=[{"role": "user", "content": "hello"}]
+        )
+    assert (response.output_text, completion.choices[0].message.content) == ("hi", "hello")
+    assert fallbacks == []
 
 
 def test_an_orjson_that_writes_a_probe_otherwise_is_not_used(
