@@ -81,6 +81,22 @@ class Receiver:
         )
         return self.for_response(response_id)
 
+    def wait_for_each(self, response_ids: set[str]) -> list[dict[str, Any]]:
+        """Every request received, once each of these Responses has at least one. A sender's
+        log can show a delivery before this process's output reader has the receiver's line
+        of it (the receiver prints before it answers, but the test reads the line from a pipe
+        on a thread of its own), so a test counts requests only after waiting here."""
+        assert self.process is not None
+
+        def covered() -> list[dict[str, Any]] | None:
+            received = self.received()
+            got = {json.loads(request["body"])["data"]["id"] for request in received}
+            return received if response_ids <= got else None
+
+        return self.process.wait_for(  # type: ignore[no-any-return]
+            covered, DELIVERY_TIMEOUT, f"webhooks for {len(response_ids)} Responses"
+        )
+
 
 def unwrap(request: dict[str, Any], secret: str = SECRET) -> Any:
     """The event, verified as the SDK verifies OpenAI's (raises on a bad signature)."""

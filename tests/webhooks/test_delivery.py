@@ -148,7 +148,7 @@ async def test_burst_of_runs_one_event_each(hooked: Hooked) -> None:
     )
     ids = {response.id for response in created}
     wait_for_record(deployment, delivered(ids), 100)
-    received = receiver.received()
+    received = receiver.wait_for_each(ids)
     webhook_ids = Counter(request["headers"]["webhook-id"] for request in received)
     assert len(webhook_ids) == 100
     assert max(webhook_ids.values()) == 1
