@@ -17,9 +17,9 @@ serve *args:
 setup:
     bash scripts/setup.sh
 
-# Run the whole test suite (contract, PostgreSQL, processes, gateway, browsers, compose): two pytest
-# processes at once, the fault tests beside the rest (scripts/test.sh says why); naming a path or a
-# test runs one pytest as asked.
+# Run the whole test suite (contract, PostgreSQL, processes, gateway, browsers, compose): three pytest
+# processes at once, each on its own folders (scripts/test.sh says why); naming a path or a test runs
+# one pytest as asked.
 test *args: setup
     bash scripts/test.sh {{ args }}
 

@@ -1,66 +1,95 @@
 #!/usr/bin/env bash
-# `just test [pytest options]`: the whole suite, in two pytest processes at once.
+# `just test [pytest options]`: the whole suite, in three pytest processes at once (lanes).
 #
-# The fault tests (tests/faults) spend most of their minutes waiting: for a stopped worker's
-# lease to run out, for Hatchet to reassign a frozen worker's runs, for a restarted database. Run
-# after the rest, those waits added about 13 minutes to CI; run beside the rest, they overlap it.
-# Each lane is a separate pytest with its own services (its own Hatchet engine, its own private
-# PostgreSQL clusters, throwaway databases with unique names, free ports), so they share nothing
-# but the machine.
+# Most of the suite's minutes are spent waiting, not computing: for a stopped worker's lease to
+# run out, for Hatchet to reassign a frozen worker's runs, for a restarted database, for a UI or
+# a browser to start. Run one after the other, the two cores sat about half idle (a whole run
+# sampled every 5 s: 40-70 % busy once the compose images were built); run as three lanes, the
+# waits of one overlap the work of the others. Each lane is a separate pytest with its own
+# services (its own Hatchet engine, its own private PostgreSQL clusters, throwaway databases
+# with unique names, free ports), so they share nothing but the machine. The side lanes hold
+# whole folders, chosen so that the three take about as long (their minutes from a whole run:
+# faults 15 + background 11; ui 15 + webhooks 2.5; the rest about 17 with the compose images'
+# build); the main lane runs every other folder, so a new folder is never left out.
 #
-# The side lane's output is kept in a file and printed when both are done, so the log reads as two
-# whole runs. Either lane failing fails the whole. A run that names tests (a path or a node id)
-# is one plain pytest run, as asked; LGOS_TEST_LANES=1 makes any run one plain pytest run.
+# The side lanes' output is kept in files and printed when all are done, so the log reads as
+# whole runs, one after the other. Any lane failing fails the whole. A run that names tests (a
+# path or a node id) is one plain pytest run, as asked; LGOS_TEST_LANES=1 makes any run one
+# plain pytest run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SIDE_LANE=(tests/faults)
+SIDE_LANES=(
+    "tests/faults tests/background"
+    "tests/ui tests/webhooks"
+)
 
 for arg in "$@"; do
     case "$arg" in
     tests | tests/* | ./tests* | *.py | *::*) exec uv run pytest "$@" ;;
     esac
 done
-if [ "${LGOS_TEST_LANES:-2}" = "1" ]; then
+if [ "${LGOS_TEST_LANES:-3}" = "1" ]; then
     exec uv run pytest "$@"
 fi
 
-side_log=$(mktemp)
-side_pid=""
-stop_side() {
-    if [ -n "$side_pid" ] && kill -0 "$side_pid" 2>/dev/null; then
-        kill -INT "$side_pid" 2>/dev/null || true
-        wait "$side_pid" 2>/dev/null || true
-    fi
-    rm -f "$side_log"
+side_logs=()
+side_pids=()
+stop_sides() {
+    for pid in "${side_pids[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -INT "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+    rm -f "${side_logs[@]}"
 }
-trap stop_side EXIT
+trap stop_sides EXIT
+
+ignored=()
+for lane in "${SIDE_LANES[@]}"; do
+    read -ra paths <<<"$lane"
+    ignored+=("${paths[@]/#/--ignore=}")
+    log=$(mktemp)
+    side_logs+=("$log")
+    uv run pytest "$@" "${paths[@]}" >"$log" 2>&1 &
+    side_pids+=("$!")
+done
+
+statuses=()
+main_status=0
+uv run pytest "$@" "${ignored[@]}" || main_status=$?
+statuses+=("$main_status")
+
+names=("main lane")
+for index in "${!SIDE_LANES[@]}"; do
+    status=0
+    wait "${side_pids[$index]}" || status=$?
+    statuses+=("$status")
+    names+=("side lane ${SIDE_LANES[$index]}")
+    echo "test: the side lane (${SIDE_LANES[$index]}), run beside the tests above, printed:"
+    cat "${side_logs[$index]}"
+done
+side_pids=()
 
 # pytest exits 5 when a lane's selection (say, a -k expression) matches none of its tests: that
-# lane had nothing to run, which is a failure only when the other lane had nothing either.
-lane_status() {
-    if [ "$1" -eq 5 ] && [ "$2" -ne 5 ]; then echo 0; else echo "$1"; fi
-}
-
-uv run pytest "$@" "${SIDE_LANE[@]}" >"$side_log" 2>&1 &
-side_pid=$!
-
-main_status=0
-uv run pytest "$@" "${SIDE_LANE[@]/#/--ignore=}" || main_status=$?
-
-side_status=0
-wait "$side_pid" || side_status=$?
-side_pid=""
-echo "test: the side lane (${SIDE_LANE[*]}), run beside the tests above, printed:"
-cat "$side_log"
-
-main=$(lane_status "$main_status" "$side_status")
-side=$(lane_status "$side_status" "$main_status")
-if [ "$main" -eq 5 ] && [ "$side" -eq 5 ]; then
-    echo "test: no test matched in either lane" >&2
+# lane had nothing to run, which is a failure only when no lane had anything to run.
+all_empty=1
+for status in "${statuses[@]}"; do
+    if [ "$status" -ne 5 ]; then all_empty=0; fi
+done
+if [ "$all_empty" -eq 1 ]; then
+    echo "test: no test matched in any lane" >&2
     exit 5
 fi
-if [ "$main" -ne 0 ] || [ "$side" -ne 0 ]; then
-    echo "test: failed (main lane: exit $main, side lane ${SIDE_LANE[*]}: exit $side)" >&2
+failed=()
+for index in "${!statuses[@]}"; do
+    status=${statuses[$index]}
+    if [ "$status" -ne 0 ] && [ "$status" -ne 5 ]; then
+        failed+=("${names[$index]}: exit $status")
+    fi
+done
+if [ "${#failed[@]}" -ne 0 ]; then
+    echo "test: failed ($(IFS=';'; echo "${failed[*]}" | sed 's/;/, /g'))" >&2
     exit 1
 fi
