@@ -81,7 +81,7 @@ def test_the_whole_suite_runs_as_three_lanes_that_together_cover_every_test(
     ("exits", "named"),
     [
         ({"SIDE_EXIT": 1}, "side lane tests/faults tests/background: exit 1"),
-        ({"UI_EXIT": 1}, "side lane tests/ui tests/webhooks: exit 1"),
+        ({"UI_EXIT": 1}, "side lane tests/ui tests/webhooks tests/security: exit 1"),
         ({"MAIN_EXIT": 2}, "main lane: exit 2"),
     ],
 )

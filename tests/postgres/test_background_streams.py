@@ -17,6 +17,7 @@ from lgos.core.background import FIRST_WORKER_SEQUENCE
 from lgos.core.stored import StoredResponse
 from lgos.integrations.hatchet import HatchetBackgroundBackend
 from lgos.integrations.postgres import PostgresResponseEventLog
+from lgos.integrations.postgres.events import _EVENTS_CHANNEL
 from lgos.integrations.postgres.migrations import _apply_own_migrations
 from lgos.integrations.postgres.pool import new_pool
 from lgos.integrations.postgres.stored import PostgresResponseStore
@@ -53,10 +54,25 @@ async def listening(log: PostgresResponseEventLog) -> None:
     assert log._listener.listening
 
 
+async def heard_so_far(log: PostgresResponseEventLog) -> None:
+    """Return once the process's listener has heard every notification committed so far.
+    PostgreSQL delivers a channel's notifications in the order their transactions committed,
+    so once the listener hears one sent now, it has heard every earlier one: a create's own,
+    which could otherwise reach a loaded machine's listener after the tail began to wait, and
+    wake it for a read that finds nothing new."""
+    assert log._listener is not None
+    fence = ids.new_hex()
+    with log._listener.waiting(fence) as woken:
+        async with log.pool.connection() as conn:
+            await conn.execute("SELECT pg_notify(%s, %s)", (_EVENTS_CHANNEL, fence))
+        await asyncio.wait_for(woken.wait(), 30)
+
+
 async def opened_stream(
     log: PostgresResponseEventLog,
 ) -> tuple[AsyncIterator[Any], str, dict[str, Any]]:
-    """A streamed run created on the fake engine: its stream, engine run id and Response."""
+    """A streamed run created on the fake engine: its stream, engine run id and Response (its
+    create's notification heard before the tail starts)."""
     engine = FakeHatchet()
     backend = HatchetBackgroundBackend(engine, engine, events=log)
     background = BackgroundResponses(registry(), backend)
@@ -64,6 +80,7 @@ async def opened_stream(
     stream = await background.create_stream(
         responses_decoder.decode(body), owner_scope="alice", idempotency_key=None
     )
+    await heard_so_far(log)
     created = await anext(stream)
     assert created["type"] == "response.created"
     parsed = ids.parse_run_response_id(str(created["response"]["id"]))
