@@ -89,12 +89,16 @@ def status_rows(checkout: Path, env: dict[str, str]) -> dict[str, list[str]]:
 
 @pytest.fixture
 def checkouts(tmp_path: Path) -> Iterator[list[Path]]:
-    """Two checkouts of the repository, and the databases they make dropped afterwards."""
+    """Two checkouts of the repository, and the databases they make dropped afterwards: those
+    named for either checkout (its database, and the engine's and Chainlit's after it), never
+    another test's, which `just test` may be making in another lane meanwhile."""
     made = [make_checkout(tmp_path / "one" / "lgos"), make_checkout(tmp_path / "two" / "lgos")]
+    own = [evaluate(checkout, "db_name", shell()) for checkout in made]
     before = databases()
     yield made
     for name in databases() - before:
-        psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if any(name == prefix or name.startswith(f"{prefix}_") for prefix in own):
+            psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.mark.timeout(300)
