@@ -3,9 +3,9 @@
 #
 # Most of the suite's minutes are spent waiting, not computing: for a stopped worker's lease to
 # run out, for Hatchet to reassign a frozen worker's runs, for a restarted database, for a UI or
-# a browser to start. Run one after the other, the two cores sat about half idle (a whole run
-# sampled every 5 s: 40-70 % busy once the compose images were built); run as three lanes, the
-# waits of one overlap the work of the others. Each lane is a separate pytest with its own
+# a browser to start. As two lanes (the fault tests beside the rest) the two cores sat about half
+# idle (a whole run sampled every 5 s: 40-70 % busy once the compose images were built); as three,
+# the waits of one lane overlap the work of the others. Each lane is a separate pytest with its own
 # services (its own Hatchet engine, its own private PostgreSQL clusters, throwaway databases
 # with unique names, free ports), so they share nothing but the machine. The side lanes hold
 # whole folders, chosen so that the three take about as long (a fresh-clone CI run with the
@@ -75,22 +75,20 @@ side_pids=()
 
 # pytest exits 5 when a lane's selection (say, a -k expression) matches none of its tests: that
 # lane had nothing to run, which is a failure only when no lane had anything to run.
+failed=""
 all_empty=1
-for status in "${statuses[@]}"; do
+for index in "${!statuses[@]}"; do
+    status=${statuses[$index]}
     if [ "$status" -ne 5 ]; then all_empty=0; fi
+    if [ "$status" -ne 0 ] && [ "$status" -ne 5 ]; then
+        failed+="${failed:+, }${names[$index]}: exit $status"
+    fi
 done
 if [ "$all_empty" -eq 1 ]; then
     echo "test: no test matched in any lane" >&2
     exit 5
 fi
-failed=()
-for index in "${!statuses[@]}"; do
-    status=${statuses[$index]}
-    if [ "$status" -ne 0 ] && [ "$status" -ne 5 ]; then
-        failed+=("${names[$index]}: exit $status")
-    fi
-done
-if [ "${#failed[@]}" -ne 0 ]; then
-    echo "test: failed ($(IFS=';'; echo "${failed[*]}" | sed 's/;/, /g'))" >&2
+if [ -n "$failed" ]; then
+    echo "test: failed ($failed)" >&2
     exit 1
 fi
