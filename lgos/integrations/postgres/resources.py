@@ -15,7 +15,12 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 from lgos.core.errors import ConfigurationError
 from lgos.integrations.postgres.coordinator import PostgresRunCoordinator
 from lgos.integrations.postgres.events import PostgresResponseEventLog
-from lgos.integrations.postgres.langgraph_internals import stop_store_batcher, widen_saver_lock
+from lgos.integrations.postgres.langgraph_internals import (
+    InLoopSaver,
+    serialize_in_loop,
+    stop_store_batcher,
+    widen_saver_lock,
+)
 from lgos.integrations.postgres.migrations import apply_migrations
 from lgos.integrations.postgres.outage import (
     POOL_RECONNECT_SECONDS,
@@ -65,7 +70,9 @@ async def open_postgres(
     watching = asyncio.create_task(watch.run())
     try:
         coordinator = PostgresRunCoordinator(pool)
-        saver = AsyncPostgresSaver(pool)  # no pipeline: each call takes its own connection
+        if not serialize_in_loop():
+            logger.warning("postgres.saver_serializes_in_threads")
+        saver = InLoopSaver(pool)  # no pipeline: each call takes its own connection
         # The saver serializes all its I/O through one asyncio.Lock per instance (LangGraph
         # #7259), needed only for a single shared connection. On a pool each call checks out
         # its own connection, so let as many run as the connections leases leave free.
