@@ -55,3 +55,31 @@ async def test_a_started_run_reads_its_events_and_stores_nothing(pool: Pool) -> 
     # Concurrent starts of different runs keep to their own run.
     starts = await asyncio.gather(*(log.read_or_start(f"run-{i}", 1, [event(2)]) for i in range(4)))
     assert starts == [[]] * 4
+
+
+async def test_events_are_stored_as_they_were_appended_whatever_their_text(
+    pool: Pool, database: str
+) -> None:
+    # The events go to PostgreSQL as a binary `jsonb[]`: text that an array literal would have to
+    # quote (quotes, backslashes, braces, commas, NULL, non-ASCII) comes back unchanged, through
+    # both statements that write events, and PostgreSQL reads each as the same JSON.
+    awkward = 'a "quoted" {brace}, back\\slash, NULL, é, 漢字, \\u0000-free\n\ttabs'
+    log = PostgresResponseEventLog(pool)
+    first = {**event(0, "response.created"), "text": awkward, "nested": [{"k": awkward}, None]}
+    assert await log.read_or_start("run-c", -1, [first]) == []
+    later = [
+        {**event(1), "delta": awkward, "numbers": [1, -2.5, 10**15], "flag": True},
+        {**event(2), "empty": {}, "list": [], "null": None},
+    ]
+    await log.append("run-c", later)
+    assert await log.read("run-c") == [first, *later]
+    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT event->>'text', event->'nested'->0->>'k', event->>'delta' "
+            "FROM lgos_response_events WHERE run_id = 'run-c' ORDER BY sequence_number"
+        )
+        assert await cur.fetchall() == [
+            (awkward, awkward, None),
+            (None, None, awkward),
+            (None,) * 3,
+        ]
