@@ -269,25 +269,29 @@ class _Run:
         if not written:
             await events.append(self.engine_run_id, [stream.in_progress()])
         result: ResponseObject | None = None
-        async for batch in responses.stream_run(
-            self.registry,
-            self.prepared,
-            stream,
-            scope=self.job.owner_scope,
-            continue_existing=True,
-            raise_transient=True,
-        ):
-            ending = [event for event in batch if event["type"] in TERMINAL_EVENTS]
-            if ending:
-                result = ending[-1]["response"]
-            coordinator = self.registry.run_coordinator
-            if not (
-                ending
-                and key is not None
-                and coordinator is not None
-                and await coordinator.log_with_release(key, events, self.engine_run_id, batch)
+        async with _LogWriter(events, self.engine_run_id) as writer:
+            async for batch in responses.stream_run(
+                self.registry,
+                self.prepared,
+                stream,
+                scope=self.job.owner_scope,
+                continue_existing=True,
+                raise_transient=True,
             ):
-                await events.append(self.engine_run_id, batch)
+                ending = [event for event in batch if event["type"] in TERMINAL_EVENTS]
+                if not ending:
+                    writer.add(batch)
+                    continue
+                result = ending[-1]["response"]
+                # The end goes last, with whatever the writer has not written yet.
+                batch = [*await writer.rest(), *batch]
+                coordinator = self.registry.run_coordinator
+                if not (
+                    key is not None
+                    and coordinator is not None
+                    and await coordinator.log_with_release(key, events, self.engine_run_id, batch)
+                ):
+                    await events.append(self.engine_run_id, batch)
         if result is None:  # the run ended without a terminal event: never expected
             return self.prepared.echo.snapshot("failed", error=failure())
         return result
@@ -316,6 +320,59 @@ class _Run:
             logger.warning(
                 "background.result_not_logged", extra={"error.type": type(error).__qualname__}
             )
+
+
+class _LogWriter:
+    """Appends a streamed run's events to its log in order, one statement at a time, beside
+    the run: the events that come while a statement is in flight go in the next one. A graph
+    that streams faster than the database answers has its events written in fewer statements
+    (a streamed run of the demo's `background-mock`: one statement less of its five), and is
+    not held up by its log; no event waits longer than the statement before it.
+
+    A failed append is raised by the next `add` or by `rest`; leaving the block before `rest`
+    (the run raised) stops the writing."""
+
+    def __init__(self, log: ResponseEventLog, run_id: str) -> None:
+        self._log = log
+        self._run_id = run_id
+        self._pending: list[StreamEvent] = []
+        self._writing: asyncio.Task[None] | None = None
+        self._ending = False
+
+    async def __aenter__(self) -> _LogWriter:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._writing is not None and not self._writing.done():
+            self._writing.cancel()
+            with contextlib.suppress(BaseException):
+                await self._writing
+
+    def add(self, events: list[StreamEvent]) -> None:
+        writing = self._writing
+        if writing is not None and writing.done():
+            writing.result()  # raises what stopped it
+            writing = self._writing = None
+        self._pending.extend(events)
+        if writing is None:
+            self._writing = asyncio.create_task(self._write())
+
+    def rest(self) -> Awaitable[list[StreamEvent]]:
+        """The events still to write, once the statement in flight is done; from this call
+        on, nothing more is written (the run's end takes the rest)."""
+        self._ending = True
+        return self._after_writing()
+
+    async def _after_writing(self) -> list[StreamEvent]:
+        if self._writing is not None:
+            await self._writing
+        rest, self._pending = self._pending, []
+        return rest
+
+    async def _write(self) -> None:
+        while self._pending and not self._ending:
+            batch, self._pending = self._pending, []
+            await self._log.append(self._run_id, batch)
 
 
 @dataclass(frozen=True, slots=True)

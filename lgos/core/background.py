@@ -235,9 +235,11 @@ class BackgroundBackend(Protocol):
 class EventWaiter(Protocol):
     """One reader's wait for a run's next events (`ResponseEventLog.follow`)."""
 
-    async def wait(self, after: int, patience: float) -> None:
+    async def wait(self, after: int, patience: float) -> list[Mapping[str, Any]] | None:
         """Return when an event after `after` (the reader's last) may be there, or after
-        `patience` seconds."""
+        `patience` seconds: with the events after `after`, in order, when the log knows
+        them without a read (a notification carried them; empty: nothing new), else None
+        (the reader reads the log)."""
         ...
 
 

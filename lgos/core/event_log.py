@@ -68,4 +68,5 @@ class LogWaiter:
     run_id: str
 
     async def wait(self, after: int, patience: float) -> None:
+        """Returns None: the reader reads the log (a read here costs no round trip)."""
         await self.log.wait(self.run_id, after, patience)

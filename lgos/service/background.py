@@ -414,9 +414,11 @@ class BackgroundResponses:
         logged = results_in_log(self.backend)
         next_check = loop.time() + (STATUS_CHECK_SECONDS if logged else 0.0)
         with log.follow(run.id) as waiter:
-            events = opening or []
+            # None: what follows `last` is for a read of the log to say.
+            events: list[StreamEvent] | None = opening or None
             while True:
-                events = events or as_events(await log.read(run.id, last))
+                if events is None:
+                    events = as_events(await log.read(run.id, last))
                 for event in events:
                     yield event
                     last = int(event["sequence_number"])
@@ -432,13 +434,14 @@ class BackgroundResponses:
                         # The worker writes its terminal event before the engine records the
                         # end, so a log still without one here never gets one (cancelled, or
                         # its worker lost).
-                        if await log.read(run.id, last):
+                        events = as_events(await log.read(run.id, last))
+                        if events:
                             continue
                         yield _closing_event(current or run, last + 1)
                         return
                     next_check = loop.time() + STATUS_CHECK_SECONDS
-                events = []
-                await waiter.wait(last, max(0.0, next_check - loop.time()))
+                heard = await waiter.wait(last, max(0.0, next_check - loop.time()))
+                events = None if heard is None else as_events(heard)
 
 
 def _as_logged(run: BackgroundRun, last: Mapping[str, Any] | None) -> ResponseObject:

@@ -1,11 +1,14 @@
-"""The tail of a streamed background Response on PostgreSQL reads the log once per append it
-is told of: its opening events come from the create itself, and a wait while the process
-listens for the log's notifications reads nothing. Real PostgreSQL; the engine is the
-Hatchet tests' fake (a stream that ends at once never asks it)."""
+"""The tail of a streamed background Response on PostgreSQL reads the log only for what its
+notifications do not carry: its opening events come from the create itself, the events an
+append announces come with the announcement, and a wait while the process listens for the
+log's notifications reads nothing. Real PostgreSQL; the engine is the Hatchet tests' fake (a
+stream that ends at once never asks it)."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,7 +20,7 @@ from lgos.core.background import FIRST_WORKER_SEQUENCE
 from lgos.core.stored import StoredResponse
 from lgos.integrations.hatchet import HatchetBackgroundBackend
 from lgos.integrations.postgres import PostgresResponseEventLog
-from lgos.integrations.postgres.events import _EVENTS_CHANNEL
+from lgos.integrations.postgres.events import _EVENTS_CHANNEL, _Heard
 from lgos.integrations.postgres.migrations import _apply_own_migrations
 from lgos.integrations.postgres.pool import new_pool
 from lgos.integrations.postgres.stored import PostgresResponseStore
@@ -62,10 +65,10 @@ async def heard_so_far(log: PostgresResponseEventLog) -> None:
     wake it for a read that finds nothing new."""
     assert log._listener is not None
     fence = ids.new_hex()
-    with log._listener.waiting(fence) as woken:
+    with log._listener.waiting(fence) as heard:
         async with log.pool.connection() as conn:
             await conn.execute("SELECT pg_notify(%s, %s)", (_EVENTS_CHANNEL, fence))
-        await asyncio.wait_for(woken.wait(), 30)
+        await asyncio.wait_for(heard.woken.wait(), 30)
 
 
 async def opened_stream(
@@ -131,35 +134,93 @@ def appended_while_waiting(
         yield
 
 
-async def test_a_streams_tail_reads_the_log_once_per_append(
-    log: PostgresResponseEventLog, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def tailed_while_appending(
+    log: PostgresResponseEventLog,
+    monkeypatch: pytest.MonkeyPatch,
+    batches: list[list[dict[str, Any]]],
+) -> tuple[list[Any], collections.Counter[str]]:
+    """A streamed run's tail, after its opening events, while a worker appends `batches`
+    one at a time as the tail waits: what it streamed, and the statements sent meanwhile."""
     # The tail asks the engine (and reads the log after it) once its status check is due, a
     # second after it starts: on a loaded machine this test can take that long, so the check
-    # is put out of its reach, and every read counted here is one a notification caused.
+    # is put out of its reach, and every read counted here is one the appends caused.
     monkeypatch.setattr(background_service, "STATUS_CHECK_SECONDS", 600.0)
     await listening(log)
-    stream, run_id, response = await opened_stream(log)
+    stream, run_id, _ = await opened_stream(log)
     assert (await anext(stream))["type"] == "response.queued"
-    appended: list[list[dict[str, Any]]] = [
+    with (
+        counted_statements(monkeypatch) as statements,
+        appended_while_waiting(monkeypatch, log, run_id, list(batches)),
+    ):
+        seen = [event async for event in stream]
+    return seen, statements
+
+
+def a_run(response: dict[str, Any], delta: str = "a") -> list[list[dict[str, Any]]]:
+    """A worker's appends for a short streamed run, three batches."""
+    return [
         [{"type": "response.in_progress", "sequence_number": FIRST_WORKER_SEQUENCE}],
-        [{"type": "response.output_text.delta", "sequence_number": 3, "delta": "a"}],
+        [{"type": "response.output_text.delta", "sequence_number": 3, "delta": delta}],
         [
             {"type": "response.output_text.delta", "sequence_number": 4, "delta": "b"},
             {"type": "response.completed", "sequence_number": 5, "response": response},
         ],
     ]
-    with (
-        counted_statements(monkeypatch) as statements,
-        appended_while_waiting(monkeypatch, log, run_id, list(appended)),
-    ):
-        seen = [event["type"] async for event in stream]
-    assert seen == [event["type"] for batch in appended for event in batch]
-    # One read per append (was three: the read that found it, a read that found nothing
-    # after it, and the wait's own look for events), and nothing else from the tail.
-    assert statements[READ_EVENTS] == len(appended), statements
+
+
+async def test_a_streams_tail_streams_what_the_appends_announce_without_reading_the_log(
+    log: PostgresResponseEventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    response = {"id": "resp_x", "object": "response", "status": "completed", "output": []}
+    appended = a_run(response, delta='a "quoted" \\ line\nbreak, ünïcode')
+    seen, statements = await tailed_while_appending(log, monkeypatch, appended)
+    # Every event as it was appended, in order (each batch came with its notification).
+    assert seen == [event for batch in appended for event in batch]
+    # No read at all (was one per append: the notification only named the run), and nothing
+    # else from the tail: the statements are the appends.
+    assert statements[READ_EVENTS] == 0, statements
     assert statements[LOOK_FOR_EVENTS] == 0, statements
-    assert sum(statements.values()) == 2 * len(appended), statements  # with the appends
+    assert sum(statements.values()) == len(appended), statements
+
+
+async def test_events_too_big_for_a_notification_are_read_from_the_log(
+    log: PostgresResponseEventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL refuses a notification's payload of 8000 bytes or more: an append whose
+    events do not fit announces the run alone, and the tail reads that append's events."""
+    response = {"id": "resp_x", "object": "response", "status": "completed", "output": []}
+    appended = a_run(response, delta="x" * 9000)
+    seen, statements = await tailed_while_appending(log, monkeypatch, appended)
+    assert seen == [event for batch in appended for event in batch]
+    assert statements[READ_EVENTS] == 1, statements  # the big delta's batch alone
+    assert sum(statements.values()) == len(appended) + 1, statements
+
+
+def test_heard_events_are_given_only_when_nothing_before_them_can_be_missing() -> None:
+    def event(number: int) -> dict[str, Any]:
+        return {"type": "response.output_text.delta", "sequence_number": number}
+
+    heard = _Heard()
+    heard.hear([event(3), event(4)])
+    heard.hear([event(5)])
+    assert heard.after(2) == [event(3), event(4), event(5)]
+    assert heard.after(3) == [event(4), event(5)]  # what the reader has is left out
+    assert heard.after(5) == []  # nothing new, and nothing unheard
+    assert heard.after(1) is None  # 2 was not heard of: only the log knows it
+    heard.clear()
+    heard.hear([event(7)])
+    assert heard.after(5) is None  # a gap: 6's notification may still be on its way
+    heard.clear()
+    heard.hear([event(6)])
+    heard.hear(None)  # an append too big to carry its events
+    assert heard.after(5) is None
+    heard.clear()
+    heard.hear([event(6)])
+    heard.missed()  # the listener's session went: appends may have gone unheard
+    assert heard.after(5) is None
+    heard.clear()
+    assert heard.after(5) == []
+    assert not heard.woken.is_set()
 
 
 async def test_a_follower_is_woken_when_the_listener_is_lost_and_then_reads_the_log(
@@ -206,7 +267,9 @@ async def test_a_streamed_create_logs_its_opening_events_with_its_record_in_one_
         assert parsed is not None
         # Announced, as every append is: a tail elsewhere wakes.
         notice = await asyncio.wait_for(anext(listener.notifies()), 20)
-        assert notice.payload == parsed.nonce
+        run_id, _, announced = notice.payload.partition(" ")
+        assert run_id == parsed.nonce
+        assert json.loads(announced) == opening  # with the events it stored
     # Both were written: the owner's record, and the events a late reader replays.
     record = await store.get_response(str(opening[0]["response"]["id"]), "alice")
     assert record is not None

@@ -42,7 +42,8 @@ async def test_a_run_without_events_after_the_mark_is_started_and_announced(
         assert await log.read("run-a") == [event(0), event(1), first]
         with anyio.fail_after(DEADLINE_SECONDS):
             notice = await anext(listener.notifies())
-        assert notice.payload == "run-a"
+        # The run, and the event it stored (a tail streams it without reading the log).
+        assert notice.payload == 'run-a [{"type": "response.in_progress", "sequence_number": 2}]'
 
 
 async def test_a_started_run_reads_its_events_and_stores_nothing(pool: Pool) -> None:
