@@ -325,9 +325,8 @@ class _Run:
 class _LogWriter:
     """Appends a streamed run's events to its log in order, one statement at a time, beside
     the run: the events that come while a statement is in flight go in the next one. A graph
-    that streams faster than the database answers has its events written in fewer statements
-    (a streamed run of the demo's `background-mock`: one statement less of its five), and is
-    not held up by its log; no event waits longer than the statement before it.
+    that streams faster than the database answers has its events written in fewer statements,
+    and is not held up by its log; no event waits longer than the statement before it.
 
     A failed append is raised by the next `add` or by `rest`; leaving the block before `rest`
     (the run raised) stops the writing."""
