@@ -42,10 +42,15 @@ from lgos.wire.responses_encoder import ResponseEcho, ResponsesStream, failure
 from lgos.wire.types.events import ResponseLifecycleEvent, StreamEvent, as_events
 from lgos.wire.types.responses import ResponseObject, as_response
 
-# While a tail waits for events, how often it asks the engine whether the run has ended; and
-# on an engine whose workers log every run's end, how often polls of a run ask it (the log
-# has every other end: see `RecentRuns`).
+# While a tail waits for events, how often it asks the engine whether the run has ended.
 STATUS_CHECK_SECONDS = 1.0
+# The same on an engine whose workers log every run's start and end (Hatchet), for tails and
+# for the polls' background re-reads (`RecentRuns`): the log has every end but those only the
+# engine knows of (a cancel from its own dashboard, a run it gave up on), and each question is
+# a REST read that costs the engine and its database more than the rest of a short run's
+# stream (issue 29: about 6 ms of CPU per streamed run in a burst, where runs wait a second
+# or more, at one question a second).
+LOGGED_RUN_CHECK_SECONDS = 5.0
 
 
 class Unread(enum.Enum):
@@ -120,7 +125,7 @@ class BackgroundResponses:
         self.stateful = stateful
         self.events = event_log(backend)
         # The engine's last word on the runs this process was polled about (`_poll_with_log`).
-        self.recent = RecentRuns(STATUS_CHECK_SECONDS)
+        self.recent = RecentRuns(LOGGED_RUN_CHECK_SECONDS)
 
     async def create(
         self, decoded: DecodedResponsesRequest, *, owner_scope: str, idempotency_key: str | None
@@ -305,8 +310,8 @@ class BackgroundResponses:
         The log answers first: a run's end (a worker's, or a cancel's), and whether a worker
         started it. The engine is read only for what the log cannot say (`RecentRuns`): the
         first poll of a run this process did not create reads it, and the view is read again
-        in the background at most every `STATUS_CHECK_SECONDS`, for an end only the engine
-        knows. (Hatchet's REST view shows a run's end a second or more late, and each read of
+        in the background at most every `LOGGED_RUN_CHECK_SECONDS`, for an end only the
+        engine knows. (Hatchet's REST view shows a run's end a second or more late, and each read of
         it costs the engine a query and the API a thread; polls used to read it every time. The
         background reads ask for the status alone: the job is known.)
         """
@@ -403,16 +408,17 @@ class BackgroundResponses:
         is in place before the first read, so a log that hears of its appends wakes it for
         each, and a wait needs no read of its own. The engine is asked whether the run ended
         at most every `STATUS_CHECK_SECONDS`, not after every event. On an engine whose
-        workers log every run's end (and whose cancels log theirs, `_log_cancel`), the first
-        question waits that long too, and asks for the status alone (the run is known): a run
-        that ends within a second costs its stream no read of the engine. Elsewhere it is
-        asked at once.
+        workers log every run's end (and whose cancels log theirs, `_log_cancel`), at most
+        every `LOGGED_RUN_CHECK_SECONDS`, the first question after that long too, for the
+        status alone (the run is known): a run that ends within those seconds costs its
+        stream no read of the engine. Elsewhere the first is asked at once.
         """
         assert self.backend is not None
         loop = asyncio.get_running_loop()
         last = after
         logged = results_in_log(self.backend)
-        next_check = loop.time() + (STATUS_CHECK_SECONDS if logged else 0.0)
+        interval = LOGGED_RUN_CHECK_SECONDS if logged else STATUS_CHECK_SECONDS
+        next_check = loop.time() + (interval if logged else 0.0)
         with log.follow(run.id) as waiter:
             # None: what follows `last` is for a read of the log to say.
             events: list[StreamEvent] | None = opening or None
@@ -439,7 +445,7 @@ class BackgroundResponses:
                             continue
                         yield _closing_event(current or run, last + 1)
                         return
-                    next_check = loop.time() + STATUS_CHECK_SECONDS
+                    next_check = loop.time() + interval
                 heard = await waiter.wait(last, max(0.0, next_check - loop.time()))
                 events = None if heard is None else as_events(heard)
 

@@ -141,10 +141,10 @@ async def tailed_while_appending(
 ) -> tuple[list[Any], collections.Counter[str]]:
     """A streamed run's tail, after its opening events, while a worker appends `batches`
     one at a time as the tail waits: what it streamed, and the statements sent meanwhile."""
-    # The tail asks the engine (and reads the log after it) once its status check is due, a
-    # second after it starts: on a loaded machine this test can take that long, so the check
+    # The tail asks the engine (and reads the log after it) once its status check is due,
+    # seconds after it starts: on a loaded machine this test can take that long, so the check
     # is put out of its reach, and every read counted here is one the appends caused.
-    monkeypatch.setattr(background_service, "STATUS_CHECK_SECONDS", 600.0)
+    monkeypatch.setattr(background_service, "LOGGED_RUN_CHECK_SECONDS", 600.0)
     await listening(log)
     stream, run_id, _ = await opened_stream(log)
     assert (await anext(stream))["type"] == "response.queued"
