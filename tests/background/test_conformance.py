@@ -228,6 +228,42 @@ async def test_idempotent_create_under_concurrency(deployment: Deployment) -> No
     ]
 
 
+async def test_concurrent_creates_each_get_the_run_of_their_own_request(
+    deployment: Deployment,
+) -> None:
+    # On Hatchet, creates that come while a trigger is on its way reach the engine together in
+    # one call (`lgos.integrations.hatchet.triggers`): each must still answer with the run of
+    # its own request, and two creates with one key with one run, the key's first.
+    key = str(uuid.uuid4())
+    topics = [topic() for _ in range(12)]
+    keyed = topic()
+    api_count = len(deployment.apis)
+
+    async def create(index: int, text: str, idempotency_key: str | None = None) -> Response:
+        return await deployment.sdk(index % api_count).responses.create(
+            model="background-mock",
+            input=text,
+            background=True,
+            metadata=NO_DELAY,
+            extra_headers={"Idempotency-Key": idempotency_key} if idempotency_key else None,
+        )
+
+    created = await asyncio.gather(
+        *(create(index, text) for index, text in enumerate(topics)),
+        create(0, keyed, key),
+        create(0, keyed, key),
+        create(1, keyed, key),
+    )
+    plain, same_key = created[: len(topics)], created[len(topics) :]
+    assert len({response.id for response in plain}) == len(topics)
+    assert len({response.id for response in same_key}) == 1
+    assert same_key[0].id not in {response.id for response in plain}
+    for text, response in [*zip(topics, plain, strict=True), (keyed, same_key[0])]:
+        done = await finished(deployment, response.id)
+        assert done.status == "completed"
+        assert done.output_text == f"Background report for: {text}"
+
+
 async def test_idempotency_key_in_litellm_extra_headers(deployment: Deployment) -> None:
     key = str(uuid.uuid4())
     client = deployment.sdk()

@@ -6,6 +6,7 @@ when HATCHET_CLIENT_TOKEN is set."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import random
@@ -19,7 +20,7 @@ import grpc  # type: ignore[import-untyped]  # the SDK's dependency; no stubs
 import httpx2
 import pytest
 import tenacity
-from hatchet_sdk import Hatchet, IdempotencyCollisionError
+from hatchet_sdk import BulkTriggerIdempotencyCollisionError, Hatchet, IdempotencyCollisionError
 from hatchet_sdk.clients.rest.exceptions import (
     NotFoundException,
     RestTransportError,
@@ -34,8 +35,8 @@ from lgos import (
 )
 from lgos.background.executor import DurableRuns, JobExecutor
 from lgos.background.memory import InMemoryResponseEventLog
-from lgos.core.background import BackgroundJob, event_log
-from lgos.core.errors import NotFoundError
+from lgos.core.background import BackgroundJob, BackgroundRun, event_log
+from lgos.core.errors import EngineUnavailableError, NotFoundError
 from lgos.core.stored_memory import InMemoryResponseStore
 from lgos.http.mount import LanggraphOpenaiServe
 from lgos.integrations.hatchet import (
@@ -187,21 +188,67 @@ class FakeHatchet:
         # Runs the engine's task tables no longer hold (its REST view keeps them longer).
         self.forgotten: set[str] = set()
         self.status_reads = 0
+        # How many runs each trigger call asked for, in order.
+        self.trigger_calls: list[int] = []
+        # Set, the next trigger call waits until it is (creates queue up meanwhile).
+        self.hold: asyncio.Event | None = None
+        self.entered = asyncio.Event()  # a trigger call began
+        self.unreachable_calls = 0  # how many trigger calls find the engine out of reach
 
-    async def aio_run(
-        self, input: HatchetJobInput = ..., options: Any = None, *, wait_for_result: bool = True
-    ) -> Any:
-        assert wait_for_result is False
-        if input.idempotency_key in self.keys:
-            raise IdempotencyCollisionError(
-                existing_run_external_id=self.keys[input.idempotency_key]
-            )
+    async def _triggered(self, count: int) -> None:
+        self.trigger_calls.append(count)
+        self.entered.set()
+        if self.hold is not None:
+            hold, self.hold = self.hold, None
+            await hold.wait()
+        if self.unreachable_calls:
+            self.unreachable_calls -= 1
+            raise _rpc_error(grpc.StatusCode.UNAVAILABLE)
+
+    def _create(self, input: HatchetJobInput) -> str:
         run_id = str(uuid.uuid4())
         self.keys[input.idempotency_key] = run_id
         self.runs[run_id] = SimpleNamespace(
             status="QUEUED", input=input.model_dump(mode="json"), output={}
         )
-        return SimpleNamespace(workflow_run_id=run_id)
+        return run_id
+
+    async def aio_run(
+        self, input: HatchetJobInput = ..., options: Any = None, *, wait_for_result: bool = True
+    ) -> Any:
+        assert wait_for_result is False
+        await self._triggered(1)
+        if input.idempotency_key in self.keys:
+            raise IdempotencyCollisionError(
+                existing_run_external_id=self.keys[input.idempotency_key]
+            )
+        return SimpleNamespace(workflow_run_id=self._create(input))
+
+    def create_bulk_run_item(self, input: HatchetJobInput) -> HatchetJobInput:
+        return input
+
+    async def aio_run_many(
+        self, workflows: list[HatchetJobInput], *, wait_for_result: bool = True
+    ) -> list[Any]:
+        # As the engine: the runs whose key is free are created (one per key), the others
+        # are refused, and a refusal fails the whole call, naming the created runs by id.
+        assert wait_for_result is False
+        await self._triggered(len(workflows))
+        created, refused = [], []
+        for item in workflows:
+            if item.idempotency_key in self.keys:
+                refused.append(self.keys[item.idempotency_key])
+            else:
+                created.append(self._create(item))
+        if refused:
+            raise BulkTriggerIdempotencyCollisionError(
+                successful_workflow_run_external_ids=created,
+                collisions=[
+                    IdempotencyCollisionError(existing_run_external_id=existing)
+                    for existing in refused
+                ],
+            )
+        return [SimpleNamespace(workflow_run_id=run_id) for run_id in created]
 
     async def aio_get(self, workflow_run_id: str) -> Any:
         if workflow_run_id not in self.runs:
@@ -305,6 +352,94 @@ async def test_runs_without_a_key_never_collide(
     assert first.id != second.id
     keys = [HatchetJobInput.model_validate(run.input).idempotency_key for run in fake.runs.values()]
     assert all(isinstance(key, str) and key for key in keys)
+
+
+async def _until_queued(backend: HatchetBackgroundBackend, count: int) -> None:
+    """Until `count` creates wait behind the trigger on its way: turns of the event loop (each
+    create queues in its first turn), never a time."""
+    while len(backend.trigger._waiting) < count:  # noqa: ASYNC110 (no event to wait on)
+        await asyncio.sleep(0)
+
+
+async def _queued_behind_a_held_trigger(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend, jobs: list[BackgroundJob]
+) -> tuple[BackgroundRun, list[asyncio.Task[BackgroundRun]]]:
+    """One create whose trigger the engine holds, and `jobs` created meanwhile, queued."""
+    hold = fake.hold = asyncio.Event()
+    first = asyncio.create_task(backend.submit(job("first")))
+    await fake.entered.wait()
+    later = [asyncio.create_task(backend.submit(each)) for each in jobs]
+    await _until_queued(backend, len(jobs))
+    hold.set()
+    return await first, later
+
+
+async def test_creates_made_while_a_trigger_is_on_its_way_go_in_one_call(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    jobs = [job(f"report {index}") for index in range(5)]
+    first, later = await _queued_behind_a_held_trigger(fake, backend, jobs)
+    runs = [await task for task in later]
+    assert fake.trigger_calls == [1, 5]
+    assert len({first.id, *(run.id for run in runs)}) == 6
+    # Each create got the run the engine made for its own job, not a neighbour's.
+    for submitted, run in zip(jobs, runs, strict=True):
+        engine_input = fake.runs[str(uuid.UUID(hex=run.id))].input
+        assert BackgroundJob.model_validate(engine_input["job"]) == submitted == run.job
+    # A lone create afterwards is sent at once, alone.
+    await backend.submit(job("alone"))
+    assert fake.trigger_calls == [1, 5, 1]
+
+
+async def test_a_batch_with_a_claimed_key_answers_each_create_with_its_keys_run(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    earlier = await backend.submit(job(key="retried"))
+    jobs = [job(key="retried"), job(key="twice"), job(), job(key="twice"), job()]
+    _, later = await _queued_behind_a_held_trigger(fake, backend, jobs)
+    runs = [await task for task in later]
+    assert runs[0].id == earlier.id  # a client's retry names its first run
+    assert runs[1].id == runs[3].id  # two creates with one key in one batch: one run
+    assert len({earlier.id, runs[1].id, runs[2].id, runs[4].id}) == 4
+    # earlier, first, and from the batch: "twice" and the two without a key.
+    assert len(fake.runs) == 5
+
+
+async def test_an_engine_error_fails_its_batch_and_not_the_next(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    fake.unreachable_calls = 2  # the first create's call and the batch's
+    jobs = [job(f"report {index}") for index in range(3)]
+    hold = fake.hold = asyncio.Event()
+    first = asyncio.create_task(backend.submit(job("first")))
+    await fake.entered.wait()
+    later = [asyncio.create_task(backend.submit(each)) for each in jobs]
+    await _until_queued(backend, len(jobs))
+    hold.set()
+    for task in [first, *later]:
+        with pytest.raises(EngineUnavailableError):
+            await task
+    assert fake.trigger_calls == [1, 3]
+    assert fake.runs == {}
+    assert (await backend.submit(job("after"))).status == "queued"
+
+
+async def test_a_create_cancelled_before_its_trigger_is_sent_is_not_sent(
+    fake: FakeHatchet, backend: HatchetBackgroundBackend
+) -> None:
+    jobs = [job("kept"), job("left")]
+    hold = fake.hold = asyncio.Event()
+    first = asyncio.create_task(backend.submit(job("first")))
+    await fake.entered.wait()
+    kept, left = (asyncio.create_task(backend.submit(each)) for each in jobs)
+    await _until_queued(backend, len(jobs))
+    left.cancel()  # its client went away while the first trigger was on its way
+    hold.set()
+    await first
+    assert (await kept).job == jobs[0]
+    assert left.cancelled()
+    assert fake.trigger_calls == [1, 1]
+    assert len(fake.runs) == 2
 
 
 async def test_unknown_and_foreign_ids_are_none(

@@ -1,6 +1,7 @@
 """Hatchet engine: background Responses as runs of one Hatchet task.
 
-API processes trigger the task (gRPC), read runs over REST (the gRPC details call retries
+API processes trigger the task (gRPC; creates that come while a trigger is on its way go
+together in one call, `triggers`), read runs over REST (the gRPC details call retries
 NOT_FOUND for many seconds) and cancel them; `lgos worker` (`LGOS_BACKGROUND=hatchet`) runs the
 task with the registry and resources in the worker's lifespan. Hatchet stores each run's input
 (the `BackgroundJob`) and output (the Response JSON).
@@ -31,7 +32,7 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc  # type: ignore[import-untyped]  # the SDK's dependency; no stubs
 import tenacity  # the SDK's dependency
@@ -55,6 +56,7 @@ from lgos.background.executor import JobExecutor
 from lgos.core.background import BackgroundJob, BackgroundRun, ResponseEventLog, engine_statuses
 from lgos.core.errors import ConfigurationError, EngineUnavailableError
 from lgos.core.webhooks import WebhookSettings
+from lgos.integrations.hatchet.triggers import BatchedTrigger, TriggerPort
 from lgos.integrations.hatchet.webhooks import WebhookTrigger, webhook_trigger
 
 if TYPE_CHECKING:  # psycopg is lgos[postgres]'s: an API on Hatchet alone does without it
@@ -150,18 +152,6 @@ def create_hatchet_task(
     return run_background_response
 
 
-class TaskPort(Protocol):
-    """The part of `Standalone` the backend uses (a test fake provides the same)."""
-
-    async def aio_run(
-        self,
-        input: HatchetJobInput = ...,
-        options: Any = ...,
-        *,
-        wait_for_result: Literal[False],
-    ) -> Any: ...
-
-
 class RunsPort(Protocol):
     """The part of `hatchet.runs` the backend uses."""
 
@@ -187,7 +177,7 @@ class HatchetBackgroundBackend:
 
     def __init__(
         self,
-        task: TaskPort,
+        task: TriggerPort,
         runs: RunsPort,
         *,
         call_timeout: float = ENGINE_CALL_TIMEOUT_SECONDS,
@@ -195,6 +185,8 @@ class HatchetBackgroundBackend:
         webhooks: WebhookTrigger | None = None,
     ) -> None:
         self.task = task
+        # Creates that come while a trigger is on its way go in one call (`triggers`).
+        self.trigger = BatchedTrigger(task, call_timeout)
         self.webhooks = webhooks
         self.runs = runs
         self.call_timeout = call_timeout
@@ -208,9 +200,7 @@ class HatchetBackgroundBackend:
         )
         try:
             async with _engine_call():
-                ref = await asyncio.wait_for(
-                    self.task.aio_run(task_input, wait_for_result=False), self.call_timeout
-                )
+                ref = await self.trigger(task_input)
         except IdempotencyCollisionError as collision:
             existing = await self.get(_hex(collision.existing_run_external_id), exists=True)
             if existing is None:
