@@ -361,27 +361,28 @@ async def _until_queued(backend: HatchetBackgroundBackend, count: int) -> None:
         await asyncio.sleep(0)
 
 
-async def _queued_behind_a_held_trigger(
+async def _behind_a_held_trigger(
     fake: FakeHatchet, backend: HatchetBackgroundBackend, jobs: list[BackgroundJob]
-) -> tuple[BackgroundRun, list[asyncio.Task[BackgroundRun]]]:
-    """One create whose trigger the engine holds, and `jobs` created meanwhile, queued."""
+) -> tuple[asyncio.Event, asyncio.Task[BackgroundRun], list[asyncio.Task[BackgroundRun]]]:
+    """A create whose trigger the engine holds until the event is set, and creates of `jobs`
+    made meanwhile, queued behind it."""
     hold = fake.hold = asyncio.Event()
     first = asyncio.create_task(backend.submit(job("first")))
     await fake.entered.wait()
     later = [asyncio.create_task(backend.submit(each)) for each in jobs]
     await _until_queued(backend, len(jobs))
-    hold.set()
-    return await first, later
+    return hold, first, later
 
 
 async def test_creates_made_while_a_trigger_is_on_its_way_go_in_one_call(
     fake: FakeHatchet, backend: HatchetBackgroundBackend
 ) -> None:
     jobs = [job(f"report {index}") for index in range(5)]
-    first, later = await _queued_behind_a_held_trigger(fake, backend, jobs)
+    hold, first, later = await _behind_a_held_trigger(fake, backend, jobs)
+    hold.set()
     runs = [await task for task in later]
     assert fake.trigger_calls == [1, 5]
-    assert len({first.id, *(run.id for run in runs)}) == 6
+    assert len({(await first).id, *(run.id for run in runs)}) == 6
     # Each create got the run the engine made for its own job, not a neighbour's.
     for submitted, run in zip(jobs, runs, strict=True):
         engine_input = fake.runs[str(uuid.UUID(hex=run.id))].input
@@ -396,7 +397,9 @@ async def test_a_batch_with_a_claimed_key_answers_each_create_with_its_keys_run(
 ) -> None:
     earlier = await backend.submit(job(key="retried"))
     jobs = [job(key="retried"), job(key="twice"), job(), job(key="twice"), job()]
-    _, later = await _queued_behind_a_held_trigger(fake, backend, jobs)
+    hold, first, later = await _behind_a_held_trigger(fake, backend, jobs)
+    hold.set()
+    await first
     runs = [await task for task in later]
     assert runs[0].id == earlier.id  # a client's retry names its first run
     assert runs[1].id == runs[3].id  # two creates with one key in one batch: one run
@@ -410,11 +413,7 @@ async def test_an_engine_error_fails_its_batch_and_not_the_next(
 ) -> None:
     fake.unreachable_calls = 2  # the first create's call and the batch's
     jobs = [job(f"report {index}") for index in range(3)]
-    hold = fake.hold = asyncio.Event()
-    first = asyncio.create_task(backend.submit(job("first")))
-    await fake.entered.wait()
-    later = [asyncio.create_task(backend.submit(each)) for each in jobs]
-    await _until_queued(backend, len(jobs))
+    hold, first, later = await _behind_a_held_trigger(fake, backend, jobs)
     hold.set()
     for task in [first, *later]:
         with pytest.raises(EngineUnavailableError):
@@ -428,11 +427,7 @@ async def test_a_create_cancelled_before_its_trigger_is_sent_is_not_sent(
     fake: FakeHatchet, backend: HatchetBackgroundBackend
 ) -> None:
     jobs = [job("kept"), job("left")]
-    hold = fake.hold = asyncio.Event()
-    first = asyncio.create_task(backend.submit(job("first")))
-    await fake.entered.wait()
-    kept, left = (asyncio.create_task(backend.submit(each)) for each in jobs)
-    await _until_queued(backend, len(jobs))
+    hold, first, (kept, left) = await _behind_a_held_trigger(fake, backend, jobs)
     left.cancel()  # its client went away while the first trigger was on its way
     hold.set()
     await first
