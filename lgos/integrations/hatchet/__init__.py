@@ -184,7 +184,6 @@ class HatchetBackgroundBackend:
         events: ResponseEventLog | None = None,
         webhooks: WebhookTrigger | None = None,
     ) -> None:
-        self.task = task
         # Creates that come while a trigger is on its way go in one call (`triggers`).
         self.trigger = BatchedTrigger(task, call_timeout)
         self.webhooks = webhooks
