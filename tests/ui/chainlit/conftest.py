@@ -309,10 +309,20 @@ def new_page(chromium_browser: object) -> Iterator[Callable[[], object]]:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
-    """Remember each phase's outcome on the test item, for failure screenshots."""
+    """Remember each phase's outcome on the test item, for failure screenshots; a failed test
+    shows the end of every service's log (they live in pytest's temporary folders, of which
+    only the last few runs are kept)."""
     report = yield
     setattr(item, f"report_{report.when}", report)
+    logs = getattr(item, "funcargs", {}).get("logs_dir")
+    if report.failed and isinstance(logs, Path):
+        for log in sorted(logs.glob("*.log")):
+            tail = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+            report.sections.append((f"end of {log.name}", "\n".join(tail)))
     return report
+
+
+LOG_TAIL_LINES = 60
 
 
 @pytest.fixture(scope="session")
