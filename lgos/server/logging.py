@@ -158,14 +158,14 @@ class StdoutHandler(log_fields.FieldsHandler):
     it is configured as `logging_config` configures it (JSON, through `RequestContextFilter`):
     the line the filter and the formatter would make of the record, field for field.
 
-    Records at INFO and below that come on the main thread's event loop are held and written
-    together within `flush_seconds` (one write for many requests' records, not one
-    each: a write to a file cost about 18 µs of CPU per request in a server taking one request
-    at a time, docs/benchmarks.md). A WARNING or worse, a record from another thread or from
-    outside a loop, a full hold, `flush()` and `close()` (so exit, through `logging.shutdown`)
-    first write what is held, so stdout keeps the records' order. `flush_seconds` 0 writes
-    every record at once. A process killed outright loses what it held: at most
-    `flush_seconds` of INFO records, never a warning.
+    The requests' own INFO records (`write_fields`) on the main thread's event loop are held
+    and written together within `flush_seconds`: one write for many requests' records, not one
+    each (the write cost 18-33 µs of CPU per request in a server taking one request at a time,
+    docs/benchmarks.md, 2026-12-07). Every other record is written at once, after the held
+    ones, as are a request's WARNING or ERROR record, one from another thread or from outside
+    a loop, a full hold, `flush()` and `close()` (so exit, through `logging.shutdown`): stdout
+    keeps the records' order. `flush_seconds` 0 holds nothing. A process killed outright loses
+    what it held: at most `flush_seconds` of request records.
     """
 
     MAX_HELD = 512  # lines: a burst of records is written at once past this
@@ -182,7 +182,7 @@ class StdoutHandler(log_fields.FieldsHandler):
         # `StreamHandler.emit`, writing through `_write` (the caller holds the lock).
         try:
             line = self.format(record)
-            self._write(line + self.terminator, record.levelno)
+            self._write(line + self.terminator, hold=False)
         except RecursionError:
             raise
         except Exception:
@@ -196,11 +196,12 @@ class StdoutHandler(log_fields.FieldsHandler):
                 self._held.clear()
             super().flush()
 
-    def _write(self, text: str, level: int) -> None:
-        """Write `text` (whole lines), or hold it for a flush; the caller holds the lock."""
-        # Held only on the main thread's loop (Uvicorn's, a worker's), which runs the flush
-        # it schedules; a loop in another thread may end before it would.
-        if level <= logging.INFO and self.flush_seconds > 0 and get_ident() == _MAIN_THREAD:
+    def _write(self, text: str, *, hold: bool) -> None:
+        """Write `text` (whole lines) after what is held, or, with `hold`, hold it for a flush
+        if it can be; the caller holds the lock."""
+        # Held only on the main thread's loop (Uvicorn's), which runs the flush it schedules;
+        # a loop in another thread may end before it would.
+        if hold and self.flush_seconds > 0 and get_ident() == _MAIN_THREAD:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # no loop (yet, or any more)
@@ -269,7 +270,7 @@ class StdoutHandler(log_fields.FieldsHandler):
             line = _plain_line(payload)
         with self.lock:  # type: ignore[union-attr]  # created with the handler
             try:
-                self._write(line + self.terminator, level)
+                self._write(line + self.terminator, hold=level <= logging.INFO)
             except RecursionError:
                 raise
             except Exception:

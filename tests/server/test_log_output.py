@@ -1,5 +1,6 @@
-"""How `lgos serve`'s handler writes records to stdout: INFO records on the event loop are held
-and written together, in order; warnings, other threads and exit write what is held first."""
+"""How `lgos serve`'s handler writes to stdout: the requests' own records, on the event loop,
+are held and written together; every other record is written at once after them, so stdout
+keeps the records' order."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from lgos.http import request_log
 from lgos.server.logging import JSONFormatter, RequestContextFilter, StdoutHandler
 
 pytestmark = pytest.mark.anyio
@@ -33,8 +35,10 @@ class Writes(io.StringIO):
             self.written.set()
         return len(text)
 
-    def messages(self, write: int) -> list[str]:
-        return [json.loads(line)["message"] for line in self.writes[write].splitlines()]
+    def lines(self, write: int) -> list[str]:
+        """What each line of one write says: a request record's `n`, else its message."""
+        said = [json.loads(line) for line in self.writes[write].splitlines()]
+        return [str(line.get("n", line["message"])) for line in said]
 
 
 @pytest.fixture
@@ -42,142 +46,140 @@ def stream() -> Writes:
     return Writes()
 
 
-def _logger(stream: Writes, flush_seconds: float = 0.1) -> tuple[logging.Logger, StdoutHandler]:
+def _handler(stream: Writes | io.TextIOBase, flush_seconds: float = 0.1) -> StdoutHandler:
+    """The handler as `logging_config` configures it, on a logger of its own."""
     handler = StdoutHandler(stream, flush_seconds=flush_seconds)
     handler.setFormatter(JSONFormatter())
     handler.addFilter(RequestContextFilter())
-    logger = logging.getLogger(f"lgos.test_log_output.{id(stream)}")
+    logger = logging.getLogger(f"lgos.test_log_output.{id(handler)}")
     logger.handlers = [handler]
     logger.setLevel(logging.INFO)
     logger.propagate = False
-    return logger, handler
+    return handler
 
 
-async def test_info_records_on_the_loop_are_written_together_in_their_order(
+def _request_record(handler: StdoutHandler, n: int, level: int = logging.INFO) -> None:
+    """A request's own record, as `log_request` writes it."""
+    assert handler.write_fields(level, request_log.logger.name, request_log.MESSAGE, {"n": n})
+
+
+def _log(handler: StdoutHandler, message: str, level: int = logging.INFO) -> None:
+    logging.getLogger(f"lgos.test_log_output.{id(handler)}").log(level, message)
+
+
+async def test_request_records_on_the_loop_are_written_together_in_their_order(
     stream: Writes,
 ) -> None:
-    logger, _ = _logger(stream, flush_seconds=0.01)
+    handler = _handler(stream, flush_seconds=0.01)
     stream.written = asyncio.Event()
-    for number in range(3):
-        logger.info(f"record.{number}")
-    assert stream.writes == []  # held: nothing written until the loop runs the flush
+    for n in range(3):
+        _request_record(handler, n)
+    assert stream.writes == []  # held: nothing is written until the loop runs the flush
     await asyncio.wait_for(stream.written.wait(), timeout=10)
     assert len(stream.writes) == 1
-    assert stream.messages(0) == ["record.0", "record.1", "record.2"]
+    assert stream.lines(0) == ["0", "1", "2"]
 
 
-async def test_a_warning_writes_what_is_held_before_itself(stream: Writes) -> None:
-    logger, _ = _logger(stream)
-    logger.info("first")
-    logger.info("second")
-    logger.warning("third")
-    assert len(stream.writes) == 1
-    assert stream.messages(0) == ["first", "second", "third"]
+async def test_any_other_record_is_written_at_once_after_the_held_ones(stream: Writes) -> None:
+    handler = _handler(stream)
+    _request_record(handler, 1)
+    _request_record(handler, 2)
+    _log(handler, "node.done")  # a graph node's record, an engine's, Uvicorn's
+    _request_record(handler, 3, logging.ERROR)  # a 5xx
+    assert [stream.lines(write) for write in range(len(stream.writes))] == [
+        ["1", "2", "node.done"],
+        ["3"],
+    ]
 
 
-async def test_a_record_from_another_thread_is_written_at_once_after_the_held_ones(
-    stream: Writes,
-) -> None:
-    logger, _ = _logger(stream)
-    logger.info("on.the.loop")
-    await asyncio.to_thread(logger.info, "in.a.thread")  # a sync node's record
-    assert len(stream.writes) == 1
-    assert stream.messages(0) == ["on.the.loop", "in.a.thread"]
+async def test_a_request_record_from_another_thread_is_written_at_once(stream: Writes) -> None:
+    handler = _handler(stream)
+    _request_record(handler, 1)
+    await asyncio.to_thread(_request_record, handler, 2)  # from a thread of its own
+    assert stream.lines(0) == ["1", "2"]
+
+    # A loop in another thread may end before a flush it scheduled would run.
+    async def on_another_loop() -> None:
+        _request_record(handler, 3)
+
+    await asyncio.to_thread(asyncio.run, on_another_loop())
+    assert stream.lines(1) == ["3"]
 
 
-async def test_a_record_on_a_loop_in_another_thread_is_written_at_once(stream: Writes) -> None:
-    # Such a loop may end before a flush it scheduled would run.
-    logger, _ = _logger(stream)
-
-    async def log() -> None:
-        logger.info("other.loop")
-
-    await asyncio.to_thread(asyncio.run, log())
-    assert stream.messages(0) == ["other.loop"]
-
-
-def test_outside_a_loop_and_without_holding_every_record_is_written_at_once(
-    stream: Writes,
-) -> None:
-    logger, _ = _logger(stream)
-    logger.info("no.loop")
-    assert stream.messages(0) == ["no.loop"]
+def test_without_a_loop_or_holding_every_record_is_written_at_once(stream: Writes) -> None:
+    handler = _handler(stream)
+    _request_record(handler, 1)
+    assert stream.lines(0) == ["1"]
 
     unheld = Writes()
-    logger, _ = _logger(unheld, flush_seconds=0)
+    handler = _handler(unheld, flush_seconds=0)
 
-    async def log() -> None:
-        logger.info("not.held")
+    async def on_the_loop() -> None:
+        _request_record(handler, 2)
 
-    asyncio.run(log())
-    assert unheld.messages(0) == ["not.held"]
+    asyncio.run(on_the_loop())
+    assert unheld.lines(0) == ["2"]
 
 
 async def test_a_full_hold_is_written_at_once(stream: Writes) -> None:
-    logger, handler = _logger(stream)
-    for number in range(handler.MAX_HELD):
-        logger.info(f"record.{number}")
+    handler = _handler(stream)
+    for n in range(handler.MAX_HELD):
+        _request_record(handler, n)
     assert stream.writes == []
-    logger.info("one.more")
+    _request_record(handler, handler.MAX_HELD)
     assert len(stream.writes) == 1
-    written = stream.messages(0)
-    assert len(written) == handler.MAX_HELD + 1
-    assert written[0] == "record.0"
-    assert written[-1] == "one.more"
+    assert stream.lines(0) == [str(n) for n in range(handler.MAX_HELD + 1)]
 
 
 async def test_flush_writes_what_is_held(stream: Writes) -> None:
-    logger, handler = _logger(stream)
-    logger.info("held")
+    handler = _handler(stream)
+    _request_record(handler, 1)
     handler.flush()
-    assert stream.messages(0) == ["held"]
+    assert stream.lines(0) == ["1"]
     handler.flush()  # nothing more to write
     assert len(stream.writes) == 1
 
 
 @pytest.mark.timeout(60)
 def test_records_held_when_the_process_exits_are_written() -> None:
-    # `lgos serve` as configured, one INFO record on a loop, then a normal exit: the record is
-    # held when the loop ends, and `logging.shutdown` (at exit) writes it.
+    # `lgos serve`'s configuration, one request record on a loop, then a normal exit: the
+    # record is held when the loop ends, and `logging.shutdown` (at exit) writes it.
     code = (
         "import asyncio, logging, logging.config\n"
+        "from lgos.http.request_log import log_request\n"
         "from lgos.server.logging import logging_config\n"
         "logging.config.dictConfig(logging_config(json_output=True))\n"
         "async def main():\n"
-        "    logging.getLogger('lgos.test').info('held.at.exit')\n"
+        "    log_request('POST', '/v1/responses', 200, 0.0, False)\n"
         "asyncio.run(main())\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=50, check=True
     )
-    assert [json.loads(line)["message"] for line in result.stdout.splitlines()] == ["held.at.exit"]
+    [record] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert (record["message"], record["http.route"]) == ("http.request", "/v1/responses")
 
 
-def _log_in_child(logger: logging.Logger, handler: StdoutHandler) -> None:
-    async def log() -> None:
-        logger.info("child")
+def _request_record_in_child(handler: StdoutHandler) -> None:
+    async def record() -> None:
+        _request_record(handler, 2)
         handler.flush()
 
-    asyncio.run(log())
+    asyncio.run(record())
 
 
 @pytest.mark.timeout(60)
 async def test_a_forked_child_does_not_write_its_parents_held_records(tmp_path: Path) -> None:
     # Hatchet's action listener is forked from a worker whose handler may hold records.
     with (tmp_path / "stdout").open("a") as file:
-        handler = StdoutHandler(file)
-        handler.setFormatter(JSONFormatter())
-        logger = logging.getLogger("lgos.test_log_output.fork")
-        logger.handlers = [handler]
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
-        logger.info("parent")  # held
+        handler = _handler(file)
+        _request_record(handler, 1)  # held
         child = multiprocessing.get_context("fork").Process(
-            target=_log_in_child, args=(logger, handler)
+            target=_request_record_in_child, args=(handler,)
         )
         child.start()
         await asyncio.to_thread(child.join, 50)
         assert child.exitcode == 0
         handler.flush()
     lines = (tmp_path / "stdout").read_text().splitlines()
-    assert sorted(json.loads(line)["message"] for line in lines) == ["child", "parent"]
+    assert sorted(json.loads(line)["n"] for line in lines) == [1, 2]

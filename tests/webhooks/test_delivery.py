@@ -115,7 +115,9 @@ async def test_receiver_down_gets_the_event_when_back(hooked: Hooked) -> None:
     [request] = receiver.wait_for(response_id)
     event = unwrap(request)
     assert event.type == "response.completed"
-    # Every attempt carried the same webhook-id: the one the receiver finally got.
+    # Every attempt carried the same webhook-id: the one the receiver finally got. (The last
+    # attempt is logged once the receiver has answered it.)
+    wait_for_record(deployment, is_attempt(response_id, failed=False))
     attempts = [
         r
         for p in api_and_workers(deployment)
