@@ -44,7 +44,13 @@ from benchmarks.durable.deployments import (
 )
 from benchmarks.durable.floor_worker import CHECKPOINT_URI_VARIABLE
 from benchmarks.durable.floors import HatchetFloor, floor_workers
-from benchmarks.durable.hatchet_ab import Target, _dbname, _engine, _postgres_cpu, _set_up_saver
+from benchmarks.durable.hatchet_ab import (
+    Target,
+    dbname,
+    engine_process,
+    postgres_cpu,
+    set_up_saver,
+)
 from benchmarks.durable.lgos_runs import lgos_burst_streamed
 
 _QUERY_NAME = re.compile(r"-- name: (\w+)")
@@ -108,16 +114,16 @@ def _print_database(label: str, per_run: dict[str, tuple[float, float]], top: in
 async def _measure(args: argparse.Namespace, stack: ExitStack) -> None:
     hatchet_env = stack.enter_context(engine_settings("hatchet"))
     stack.enter_context(exported(hatchet_env))  # the floor's client in this process
-    engine = _engine(hatchet_env)
+    engine = engine_process(hatchet_env)
     target = Target(stack, Path.cwd(), "lgos", hatchet_env)
     floor_uri = stack.enter_context(database())
-    await _set_up_saver(floor_uri)
+    await set_up_saver(floor_uri)
     floor_processes = floor_workers(
         "hatchet", environment(**hatchet_env, **{CHECKPOINT_URI_VARIABLE: floor_uri})
     )
     stack.enter_context(started(floor_processes, r"floor\.ready"))
-    engine_db = _dbname(engine.environ()["DATABASE_URL"].split("?")[0])
-    own_db = {"floor": _dbname(floor_uri), "lgos": _dbname(target.uri)}
+    engine_db = dbname(engine.environ()["DATABASE_URL"].split("?")[0])
+    own_db = {"floor": dbname(floor_uri), "lgos": dbname(target.uri)}
     floor = HatchetFloor()
     parties = {"floor": floor_processes, "lgos": [target.api, *target.workers]}
 
@@ -136,14 +142,14 @@ async def _measure(args: argparse.Namespace, stack: ExitStack) -> None:
             before = (
                 cpu_seconds(processes),
                 tree_cpu_seconds([engine.pid]),
-                _postgres_cpu(databases),
+                postgres_cpu(databases),
                 time.process_time(),
             )
             rate = await burst(name)
             after = (
                 cpu_seconds(processes),
                 tree_cpu_seconds([engine.pid]),
-                _postgres_cpu(databases),
+                postgres_cpu(databases),
                 time.process_time(),
             )
             own, engine_cpu, postgres, client = (

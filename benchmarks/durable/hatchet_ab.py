@@ -59,11 +59,11 @@ from benchmarks.durable.lgos_runs import (
 FLOOR = "floor"
 
 
-def _dbname(conninfo: str) -> str:
+def dbname(conninfo: str) -> str:
     return str(conninfo_to_dict(conninfo)["dbname"])
 
 
-def _engine(hatchet_env: dict[str, str]) -> psutil.Process:
+def engine_process(hatchet_env: dict[str, str]) -> psutil.Process:
     """The engine serving `hatchet_env`: the hatchet-lite whose gRPC port is the client's."""
     port = hatchet_env["HATCHET_CLIENT_HOST_PORT"].rsplit(":", 1)[1]
     for proc in psutil.process_iter(["name"]):
@@ -77,7 +77,7 @@ def _engine(hatchet_env: dict[str, str]) -> psutil.Process:
     raise RuntimeError("the engine's process was not found")
 
 
-def _postgres_cpu(databases: list[str]) -> float:
+def postgres_cpu(databases: list[str]) -> float:
     """CPU of the PostgreSQL backends connected to these databases now."""
     with psycopg.connect(ADMIN_URI, autocommit=True) as conn:
         rows = conn.execute(
@@ -163,7 +163,7 @@ async def measure(
         )
         own = [databases[name.removesuffix(STREAMED)], databases["engine"]]
         before = {part: cpu_seconds(processes) for part, processes in parts.items()}
-        engine_before, postgres_before = tree_cpu_seconds([engine.pid]), _postgres_cpu(own)
+        engine_before, postgres_before = tree_cpu_seconds([engine.pid]), postgres_cpu(own)
         # The benchmark's own process is the clients (LGOS's creates and polls or streams,
         # the floor's triggers and result subscription); it shares the machine's cores with
         # what it measures.
@@ -180,7 +180,7 @@ async def measure(
         for part, processes in parts.items():
             passes.add(f"{name} cpu {part}", (cpu_seconds(processes) - before[part]) * per_run)
         passes.add(f"{name} cpu engine", (tree_cpu_seconds([engine.pid]) - engine_before) * per_run)
-        passes.add(f"{name} cpu postgres", (_postgres_cpu(own) - postgres_before) * per_run)
+        passes.add(f"{name} cpu postgres", (postgres_cpu(own) - postgres_before) * per_run)
         passes.add(f"{name} cpu client", (time.process_time() - client_before) * per_run)
         return rate
 
@@ -269,21 +269,21 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         hatchet_env = stack.enter_context(engine_settings("hatchet"))
         stack.enter_context(exported(hatchet_env))  # the floor's client in this process
-        engine = _engine(hatchet_env)
+        engine = engine_process(hatchet_env)
         targets = {
             "before": Target(stack, args.before.resolve(), "before", hatchet_env),
             "after": Target(stack, Path.cwd(), "after", hatchet_env),
         }
         floor_uri = stack.enter_context(database())
-        asyncio.run(_set_up_saver(floor_uri))
+        asyncio.run(set_up_saver(floor_uri))
         floor_processes = floor_workers(
             "hatchet", environment(**hatchet_env, **{CHECKPOINT_URI_VARIABLE: floor_uri})
         )
         stack.enter_context(started(floor_processes, r"floor\.ready"))
-        databases = {name: _dbname(target.uri) for name, target in targets.items()}
-        databases[REST_POLLED] = _dbname(floor_uri)
-        databases[FLOOR] = _dbname(floor_uri)
-        databases["engine"] = _dbname(engine.environ()["DATABASE_URL"].split("?")[0])
+        databases = {name: dbname(target.uri) for name, target in targets.items()}
+        databases[REST_POLLED] = dbname(floor_uri)
+        databases[FLOOR] = dbname(floor_uri)
+        databases["engine"] = dbname(engine.environ()["DATABASE_URL"].split("?")[0])
         passes = asyncio.run(
             measure(args, targets, HatchetFloor(), floor_processes, engine, databases)
         )
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-async def _set_up_saver(uri: str) -> None:
+async def set_up_saver(uri: str) -> None:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
     async with AsyncPostgresSaver.from_conn_string(uri) as saver:
