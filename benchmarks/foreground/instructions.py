@@ -8,6 +8,9 @@ requests through the ASGI apps in one process), run once under `valgrind --tool=
 which counts the instructions the process executes: a figure the machine's load cannot move,
 weighted as the CPU weighs the work (a call counted by `features.py --calls` can cost ten
 instructions or ten thousand). Kernel time (a log line's write) is not counted.
+`--cache-sim` adds Valgrind's simulated caches: L1 instruction and data misses per request
+(about twice as slow again). Its model is simple (the host's cache sizes, no prefetch, no
+other process), so read its misses as a second opinion on the footprint, not as time.
 
 Callgrind's counters are zeroed before each batch and written after it by its client requests,
 reached through a five-line C helper compiled here with `cc` (valgrind's headers are needed).
@@ -20,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import logging
 import os
 import re
 import shutil
@@ -46,10 +50,28 @@ def _compile_helper(directory: Path) -> Path:
     return library
 
 
+# About how much slower a request runs under Callgrind than natively.
+SLOWDOWN = 50
+
+
+def _hold_records_as_natively() -> None:
+    """`lgos serve`'s handler writes the requests' records together every `flush_seconds` of
+    wall-clock time: about 70 requests' records per write natively, but one per write under
+    Callgrind, where a request takes 50 times as long. Stretched by the slowdown, the write
+    (and its timer) is shared by as many requests as natively, so the request record is
+    charged what it costs a server."""
+    from lgos.server.logging import StdoutHandler
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, StdoutHandler):
+            handler.flush_seconds *= SLOWDOWN
+
+
 async def _batches(args: argparse.Namespace, helper: Any, log_file: Any) -> None:
     """Inside Callgrind: each batch between a zero and a dump labelled `api|label|requests`."""
     chosen = [f for f in features.FEATURES if not args.only or f.name in args.only]
     async with features.started_apps(log_file, args.warmup, 1) as apps:
+        _hold_records_as_natively()
         helper.dump(b"start-up")  # everything before the first batch, out of its figures
         for api in features.PATHS:
             for label, app, feature in features.batches(api, apps, chosen):
@@ -60,27 +82,40 @@ async def _batches(args: argparse.Namespace, helper: Any, log_file: Any) -> None
                     helper.dump(f"{api}|{label}|{args.requests}".encode())
 
 
-def _read_dumps(prefix: Path) -> dict[str, dict[str, float]]:
-    """Instructions per request of each batch, per API, from Callgrind's dump files."""
-    results: dict[str, dict[str, float]] = {}
+# Valgrind's names of the L1 misses its cache simulation counts (instruction reads, data
+# reads, data writes).
+L1_MISSES = ("I1mr", "D1mr", "D1mw")
+
+
+def _read_dumps(prefix: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """Each batch's events per request (`Ir`: instructions; with the cache simulation, its
+    misses too), per API, from Callgrind's dump files."""
+    results: dict[str, dict[str, dict[str, float]]] = {}
     for path in prefix.parent.glob(prefix.name + ".*"):
         text = path.read_text(errors="replace")
         label = re.search(r"^desc: Trigger: Client Request: (.+)$", text, re.MULTILINE)
-        total = re.search(r"^summary: (\d+)$", text, re.MULTILINE)
-        if label is None or total is None or "|" not in label.group(1):
+        names = re.search(r"^events: (.+)$", text, re.MULTILINE)
+        totals = re.search(r"^summary: (.+)$", text, re.MULTILINE)
+        if label is None or names is None or totals is None or "|" not in label.group(1):
             continue
         api, name, requests = label.group(1).split("|")
-        results.setdefault(api, {})[name] = int(total.group(1)) / int(requests)
+        counts = dict(zip(names.group(1).split(), map(int, totals.group(1).split()), strict=False))
+        results.setdefault(api, {})[name] = {
+            event: count / int(requests) for event, count in counts.items()
+        }
     return results
 
 
-def _report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> str:
+def _report(results: dict[str, dict[str, dict[str, float]]], args: argparse.Namespace) -> str:
+    caches = args.cache_sim
     lines = [
         f"in-process, `echo`, concurrency 1, {args.requests} requests per batch; instructions "
-        "per request (Callgrind, thousands)",
+        "per request (Callgrind, thousands)"
+        + ("; L1 misses per request (instruction and data, simulated)" if caches else ""),
         "",
-        "| api | batch | instructions / request | lgos − this batch | this ÷ bare |",
-        "| --- | --- | ---: | ---: | ---: |",
+        "| api | batch | instructions / request | lgos − this batch | this ÷ bare |"
+        + (" L1 misses / request | this ÷ bare |" if caches else ""),
+        "| --- | --- | ---: | ---: | ---: |" + (" ---: | ---: |" if caches else ""),
     ]
     for api in features.PATHS:
         row = results.get(api, {})
@@ -89,11 +124,14 @@ def _report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> s
         for label in ["bare", "lgos", *(f.name for f in features.FEATURES)]:
             if label not in row:
                 continue
-            value = row[label]
-            saved = "–" if label == "lgos" else f"{(row['lgos'] - value) / 1e3:+.0f}k"
-            lines.append(
-                f"| {api} | {label} | {value / 1e3:.0f}k | {saved} | {value / row['bare']:.3f}× |"
-            )
+            value, lgos, bare = row[label]["Ir"], row["lgos"]["Ir"], row["bare"]["Ir"]
+            saved = "–" if label == "lgos" else f"{(lgos - value) / 1e3:+.0f}k"
+            line = f"| {api} | {label} | {value / 1e3:.0f}k | {saved} | {value / bare:.3f}× |"
+            if caches:
+                misses = sum(row[label].get(event, 0) for event in L1_MISSES)
+                floor = sum(row["bare"].get(event, 0) for event in L1_MISSES)
+                line += f" {misses / 1e3:.1f}k | {misses / floor:.3f}× |"
+            lines.append(line)
     return "\n".join(lines)
 
 
@@ -102,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=100, help="per batch")
     parser.add_argument("--warmup", type=int, default=60)
     parser.add_argument("--only", nargs="*", default=[], help="feature names to switch off")
+    parser.add_argument(
+        "--cache-sim", action="store_true", help="also count simulated L1 cache misses"
+    )
     parser.add_argument("--inside", help=argparse.SUPPRESS)  # the helper, under Callgrind
     args = parser.parse_args(argv)
     if args.inside:
@@ -125,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                 [
                     valgrind,
                     "--tool=callgrind",
+                    *(["--cache-sim=yes"] if args.cache_sim else []),
                     f"--callgrind-out-file={prefix}",
                     sys.executable,
                     "-m",
