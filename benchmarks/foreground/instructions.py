@@ -99,6 +99,7 @@ def _read_dumps(prefix: Path) -> dict[str, dict[str, dict[str, float]]]:
         if label is None or names is None or totals is None or "|" not in label.group(1):
             continue
         api, name, requests = label.group(1).split("|")
+        # Not strict: Callgrind leaves trailing zero counts out of the summary line.
         counts = dict(zip(names.group(1).split(), map(int, totals.group(1).split()), strict=False))
         results.setdefault(api, {})[name] = {
             event: count / int(requests) for event, count in counts.items()
