@@ -57,6 +57,14 @@ def _serve_params() -> list[click.Parameter]:
                 default=False,
                 help="Log each request (off by default: the ingress owns access logs).",
             )
+        elif param.name == "log_level":
+            param = click.Option(
+                ["--log-level"],
+                type=param.type,
+                default=None,
+                help="Level of LGOS's, Uvicorn's and the registry package's loggers "
+                "(default: info; other libraries: warning).",
+            )
         elif param.name == "timeout_worker_healthcheck":
             # A spawned worker answers health checks only once it has imported LGOS and
             # LangGraph, which takes more than Uvicorn's 5 s on a busy host: the supervisor
@@ -105,9 +113,13 @@ def _serve(ctx: click.Context, /, registry: str | None, **options: Any) -> None:
         # --use-colors / --no-use-colors choose readable lines or JSON whatever stdout is;
         # Uvicorn must not apply them itself: it edits formatters this configuration lacks.
         use_colors = options.get("use_colors")
+        # --log-level is Uvicorn's option for its own loggers; `lgos serve` applies it to the
+        # loggers it shows (a request's record is INFO: `--log-level warning` leaves it out).
+        log_level = options.get("log_level")
         options["log_config"] = logging_config(
             (package,) if package else (),
             json_output=None if use_colors is None else not use_colors,
+            level=log_level.upper() if log_level else "INFO",
         )
         options["use_colors"] = None
     warn_if_open(options.get("host") or "127.0.0.1", settings, options.get("log_config"))

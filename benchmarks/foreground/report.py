@@ -328,7 +328,10 @@ def _method(meta: dict[str, str]) -> list[str]:
         "environment (`benchmarks/.venv-reference`, never a project dependency).",
         f"- Each target is one Uvicorn process with the same flags (`{flags}`), pinned to one "
         "core; the load client (aiohttp, keep-alive connections) runs in a separate process "
-        "pinned to the other core.",
+        "pinned to the other core. `--log-level warning` leaves out every target's `info` "
+        "records, LGOS's record of each request included (written before 2026-12-07, when "
+        "`lgos serve` applied the option to Uvicorn's loggers only); "
+        "`python -m benchmarks.foreground.features` measures that record's cost.",
         f"- Counts ({meta['mode']} run): {meta['counts']}. Before the passes, each target "
         "serves the memory phase and a warm-up. In every pass each scenario's batch is sent in "
         "slices, the targets taking turns slice by slice (bare, lgos, reference, then the "

@@ -333,12 +333,21 @@ def registry_package(registry: str | None) -> str | None:
 
 
 def logging_config(
-    extra_loggers: tuple[str, ...] = (), *, json_output: bool | None = None
+    extra_loggers: tuple[str, ...] = (),
+    *,
+    json_output: bool | None = None,
+    level: str = "INFO",
 ) -> dict[str, Any]:  # dictConfig's own nested schema
-    """A `logging.config.dictConfig` configuration (what `lgos serve` gives Uvicorn)."""
+    """A `logging.config.dictConfig` configuration (what `lgos serve` gives Uvicorn).
+
+    `level` (`lgos serve --log-level`, a level name) is the level of the loggers LGOS shows:
+    its own, Uvicorn's, the engines' and `extra_loggers` (the registry's package). Every other
+    library is shown from WARNING, or from `level` when that is higher.
+    """
     if json_output is None:
         json_output = not sys.stdout.isatty()
     info_loggers = dict.fromkeys((*INFO_LOGGERS, *extra_loggers))
+    root_level = level if level in ("ERROR", "CRITICAL") else "WARNING"
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -357,8 +366,8 @@ def logging_config(
         },
         # Handlers only on the root, so Uvicorn's loggers propagate to it (and to any handler
         # OpenTelemetry adds there) instead of writing through handlers of their own.
-        "root": {"level": "WARNING", "handlers": ["stdout"]},
+        "root": {"level": root_level, "handlers": ["stdout"]},
         "loggers": {
-            name: {"level": "INFO", "handlers": [], "propagate": True} for name in info_loggers
+            name: {"level": level, "handlers": [], "propagate": True} for name in info_loggers
         },
     }

@@ -365,6 +365,19 @@ def test_logging_config_levels() -> None:
     assert logging_config(json_output=False)["handlers"]["stdout"]["formatter"] == "console"
 
 
+def test_logging_config_takes_the_chosen_level() -> None:
+    quiet = logging_config(("sample_app",), json_output=True, level="WARNING")
+    assert quiet["loggers"]["sample_app"]["level"] == "WARNING"
+    assert quiet["loggers"]["lgos"]["level"] == "WARNING"
+    assert quiet["root"]["level"] == "WARNING"
+    # Lower: LGOS's loggers say more, other libraries still only warn.
+    verbose = logging_config(json_output=True, level="DEBUG")
+    assert verbose["loggers"]["lgos"]["level"] == "DEBUG"
+    assert verbose["root"]["level"] == "WARNING"
+    # Higher than WARNING: every library's warnings are left out too.
+    assert logging_config(json_output=True, level="ERROR")["root"]["level"] == "ERROR"
+
+
 async def test_api_at_the_root_leaves_mcp_and_a2a_reachable() -> None:
     # With the OpenAI API at "/", its catch-all would answer every path the router reached it
     # with; MCP and A2A must still be found, whatever the routes' order.

@@ -128,6 +128,24 @@ def test_registry_from_environment_with_access_log() -> None:
     assert access["stream"] is False
 
 
+def test_log_level_applies_to_lgos_and_the_registry_package() -> None:
+    # Uvicorn's --log-level alone would leave LGOS's loggers and the registry's at INFO: a
+    # record per request from a server asked for warnings only.
+    # No "Uvicorn running on" line (an INFO record) to wait for: the port is chosen here.
+    port = free_port()
+    args = [SAMPLE_REGISTRY, "--port", str(port), "--log-level", "warning"]
+    server = processes.lgos("serve", *args, env=clean_environment(), cwd=SAMPLE_DIR)
+    try:
+        server.base_url = f"http://127.0.0.1:{port}"
+        server.wait_http(server.base_url + "/v1/health")
+        ask(server, "req-quiet-1")
+    finally:
+        server.stop()
+    records = server.records()  # the process has exited: everything it wrote
+    assert [r for r in records if r["message"] == "server.persistence.in_memory"]  # a warning
+    assert [r for r in records if r["level"] not in ("warning", "error", "critical")] == []
+
+
 def request_records(server: Process, request_id: str) -> list[dict[str, Any]]:
     server.wait_for_record(
         lambda r: r.get("message") == "http.request" and r.get("request_id") == request_id
