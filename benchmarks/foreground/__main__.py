@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import processes
 from benchmarks.common.machine import REPO
 from benchmarks.common.sizes import add_size_options, chosen_size
 from benchmarks.foreground import load, report, targets
@@ -142,6 +143,12 @@ def _slices(
     ]
 
 
+MEMORY_STEP = 500  # the memory phase alternates Chat and Responses batches of this size
+# LGOS keeps at most 1,000 Responses in memory (`lgos.core.stored_memory.MAX_RECORDS`): a
+# fresh process given this many holds as many as one that served the whole memory phase.
+STORE_FILL = 1_100
+
+
 async def _memory(
     target: targets.Target, session: Any, counts: ForegroundCounts
 ) -> dict[str, float]:
@@ -151,8 +158,8 @@ async def _memory(
     sent = 0
     for label, goal in (("early", counts.rss_early), ("late", counts.rss_late)):
         while sent < goal:
-            step = min(500, goal - sent)
-            scenario = chat if (sent // 500) % 2 == 0 else responses
+            step = min(MEMORY_STEP, goal - sent)
+            scenario = chat if (sent // MEMORY_STEP) % 2 == 0 else responses
             await load.run_batch(session, target.url, scenario, step)
             sent += step
         await asyncio.sleep(0.5)
@@ -160,17 +167,63 @@ async def _memory(
     return rss
 
 
-async def _run(servers: list[targets.Target], counts: ForegroundCounts) -> report.ForegroundResults:
+def _responses_in_memory_phase(counts: ForegroundCounts) -> int:
+    """How many Responses requests `_memory` sends (every other step, Chat first)."""
+    steps = range(0, counts.rss_late, MEMORY_STEP)
+    return sum(
+        min(MEMORY_STEP, counts.rss_late - sent) for sent in steps if (sent // MEMORY_STEP) % 2 == 1
+    )
+
+
+async def _warm_up(target: targets.Target, session: Any, counts: ForegroundCounts) -> None:
+    for scenario in SCENARIOS:
+        warmup = min(counts.warmup, 2) if scenario.stream else counts.warmup
+        await load.run_batch(session, target.url, scenario, warmup)
+
+
+async def _restarted(
+    servers: list[targets.Target], counts: ForegroundCounts, logs: Path
+) -> dict[str, Any]:
+    """Every target stopped and started again as a fresh process, brought to the state the
+    memory phase leaves it in (its stored Responses, the warm-up); new client sessions.
+
+    Each pass after the first runs on fresh processes: two processes of the same server
+    differ by a few per cent at c1 for the whole of their lives (their own hash seed and
+    address space lay out dicts and objects differently; docs/benchmarks.md, 2026-12-07,
+    third round), and a ratio measured on one process each would carry that as a bias."""
+    for server in servers:
+        server.stop()
+    for server in servers:
+        server.port = processes.free_port()
+        server.start(logs)
+    for server in servers:
+        server.wait_ready()
+    sessions = {server.name: load.session(limit=128) for server in servers}
+    fill = min(_responses_in_memory_phase(counts), STORE_FILL)
+    for server in servers:
+        session = sessions[server.name]
+        if fill:
+            await load.run_batch(session, server.url, SCENARIOS[3], fill)
+        await _warm_up(server, session, counts)
+    return sessions
+
+
+async def _run(
+    servers: list[targets.Target], counts: ForegroundCounts, logs: Path
+) -> report.ForegroundResults:
     results = report.ForegroundResults(counts.rss_early, counts.rss_late, counts.passes)
     sessions = {server.name: load.session(limit=128) for server in servers}
     try:
         for server in servers:
             print(f"memory + warm-up: {server.name}", flush=True)
             results.rss[server.name] = await _memory(server, sessions[server.name], counts)
-            for scenario in SCENARIOS:
-                warmup = min(counts.warmup, 2) if scenario.stream else counts.warmup
-                await load.run_batch(sessions[server.name], server.url, scenario, warmup)
+            await _warm_up(server, sessions[server.name], counts)
         for number in range(1, counts.passes + 1):
+            if number > 1:
+                for session in sessions.values():
+                    await session.close()
+                print("fresh processes for the next pass", flush=True)
+                sessions = await _restarted(servers, counts, logs)
             for scenario in SCENARIOS:
                 batches = {server.name: load.Batch() for server in servers}
                 cpu = dict.fromkeys(batches, 0.0)
@@ -244,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             if client_core is not None:
                 os.sched_setaffinity(0, {client_core})
             time.sleep(2)  # let the servers finish starting before reading idle memory
-            results = asyncio.run(_run(servers, counts))
+            results = asyncio.run(_run(servers, counts, Path(logs)))
         except BaseException:
             for server in servers:
                 if server.log is not None and server.log.exists():

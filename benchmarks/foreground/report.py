@@ -333,7 +333,11 @@ def _method(meta: dict[str, str]) -> list[str]:
         "`lgos serve` applied the option to Uvicorn's loggers only); "
         "`python -m benchmarks.foreground.features` measures that record's cost.",
         f"- Counts ({meta['mode']} run): {meta['counts']}. Before the passes, each target "
-        "serves the memory phase and a warm-up. In every pass each scenario's batch is sent in "
+        "serves the memory phase and a warm-up. Every pass after the first runs on fresh "
+        "processes, started again, given as many Responses as the memory phase stores (up to "
+        "LGOS's in-memory cap) and warmed up: two processes of one server differ by a few per "
+        "cent at c1 for their whole lives, so the median over passes is also a median over "
+        "processes. In every pass each scenario's batch is sent in "
         "slices, the targets taking turns slice by slice (bare, lgos, reference, then the "
         "reverse), so each ratio compares figures measured within a second or two of each "
         "other. Server CPU is the kernel scheduler's nanosecond count for the whole process.",
