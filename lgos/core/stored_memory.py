@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar
+
+import orjson
+from pydantic_core import to_json
 
 from lgos.core.event_log import InMemoryResponseEventLog
 from lgos.core.stored import Order, StoredConversation, StoredResponse
@@ -34,10 +38,42 @@ def page(
 MAX_RECORDS = 1_000
 
 
+class _Kept(NamedTuple):
+    """A stored Response as this store keeps it: the fields its own checks read, and the
+    record as one JSON text, which a read parses (as the PostgreSQL store's reads do).
+
+    A record's Response, items and history are dozens of dicts and lists: kept as they are, a
+    full store held tens of thousands of objects that every full garbage collection walked and
+    that an eviction freed one by one, long after their memory left the CPU's caches; and the
+    next request could not reuse the memory of the last one's Response. As one `bytes`, a
+    record is two objects (docs/benchmarks.md, 2026-12-07, third round)."""
+
+    owner_scope: str
+    created_at: int
+    events_key: str | None
+    record: bytes
+    # What reads `record` back value for value: orjson, or for a record it could not write
+    # (an integer past 64 bits, which orjson would also read back as a float) the stdlib's.
+    loads: Callable[[bytes], Any]
+
+
+def _kept(record: StoredResponse) -> _Kept:
+    loads: Callable[[bytes], Any] = orjson.loads
+    try:
+        text = orjson.dumps(record)  # a dataclass, written natively
+    except TypeError:
+        text, loads = to_json(record), json.loads
+    return _Kept(record.owner_scope, record.created_at, record.events_key, text, loads)
+
+
+def _record(kept: _Kept) -> StoredResponse:
+    return StoredResponse(**kept.loads(kept.record))
+
+
 class InMemoryResponseStore:
     def __init__(self, max_records: int = MAX_RECORDS) -> None:
         self.max_records = max_records
-        self._responses: dict[str, StoredResponse] = {}
+        self._responses: dict[str, _Kept] = {}
         self._deleted: dict[str, float] = {}
         self._conversations: dict[str, StoredConversation] = {}
         self._items: dict[str, list[Mapping[str, Any]]] = {}
@@ -52,7 +88,7 @@ class InMemoryResponseStore:
         if record.id in self._deleted:
             return
         self._responses.pop(record.id, None)  # a replaced record counts as the newest
-        self._responses[record.id] = record
+        self._responses[record.id] = _kept(record)
         while len(self._responses) > self.max_records:
             oldest = next(iter(self._responses))  # dicts keep insertion order
             del self._responses[oldest]
@@ -65,8 +101,8 @@ class InMemoryResponseStore:
         await self._events.append(log_key, events)
 
     async def get_response(self, response_id: str, owner_scope: str) -> StoredResponse | None:
-        record = self._responses.get(response_id)
-        return record if record is not None and record.owner_scope == owner_scope else None
+        kept = self._responses.get(response_id)
+        return _record(kept) if kept is not None and kept.owner_scope == owner_scope else None
 
     async def get_response_and_last(
         self, response_id: str, owner_scope: str, log_key: str
@@ -75,7 +111,8 @@ class InMemoryResponseStore:
         return record, None if record is None else await self._events.last(log_key)
 
     async def delete_response(self, response_id: str, owner_scope: str) -> bool:
-        if await self.get_response(response_id, owner_scope) is None:
+        kept = self._responses.get(response_id)
+        if kept is None or kept.owner_scope != owner_scope:
             return False
         del self._responses[response_id]
         self._deleted[response_id] = time.time()

@@ -18,6 +18,49 @@ async def test_the_oldest_responses_go_first_past_the_bound() -> None:
     assert [record is not None for record in kept] == [False, False, True, True, True]
 
 
+async def test_a_response_reads_back_as_stored_and_as_a_copy() -> None:
+    store = InMemoryResponseStore()
+    response = {
+        "id": "resp_1",
+        "output": [{"type": "message", "content": [{"text": "héllo", "annotations": []}]}],
+        "usage": {"input_tokens": 2**70},  # past 64 bits: kept exactly all the same
+        "temperature": 0.1,
+        "error": None,
+    }
+    items = [{"type": "message", "id": "msg_1", "role": "user", "content": "hi"}]
+    stored = StoredResponse(
+        id="resp_1",
+        owner_scope="s",
+        model="m",
+        created_at=7,
+        input_items=items,
+        response=response,
+        events_key="run1",
+        checkpoint_id="",
+    )
+    await store.put_response(stored)
+    read = await store.get_response("resp_1", "s")
+    assert read is not None
+    assert (read.id, read.model, read.created_at, read.events_key, read.checkpoint_id) == (
+        "resp_1",
+        "m",
+        7,
+        "run1",
+        "",
+    )
+    assert (read.response, read.input_items, list(read.history)) == (response, items, [])
+    assert await store.get_response("resp_1", "another owner") is None
+    # A reader that changes what it read changes nothing kept.
+    assert read.response is not None
+    read.response["output"].clear()
+    again = await store.get_response("resp_1", "s")
+    assert again is not None
+    assert again.response == response
+    assert not await store.delete_response("resp_1", "another owner")
+    assert await store.delete_response("resp_1", "s")
+    assert await store.get_response("resp_1", "s") is None
+
+
 async def test_retention_deletes_old_records_and_unused_threads() -> None:
     from datetime import timedelta
 
