@@ -12,6 +12,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,30 +150,28 @@ MEMORY_STEP = 500  # the memory phase alternates Chat and Responses batches of t
 STORE_FILL = 1_100
 
 
+def _memory_batches(goal: int, sent: int = 0) -> Iterator[tuple[Scenario, int]]:
+    """The memory phase's batches from `sent` requests on up to `goal`: Chat and Responses
+    (non-streaming, c32) by turns, `MEMORY_STEP` requests each, Chat first."""
+    while sent < goal:
+        step = min(MEMORY_STEP, goal - sent)
+        yield (SCENARIOS[1] if (sent // MEMORY_STEP) % 2 == 0 else SCENARIOS[3]), step
+        sent += step
+
+
 async def _memory(
     target: targets.Target, session: Any, counts: ForegroundCounts
 ) -> dict[str, float]:
     """RSS idle, after `rss_early` and after `rss_late` non-streaming echo requests."""
     rss = {"idle": target.rss_mib()}
-    chat, responses = SCENARIOS[1], SCENARIOS[3]
     sent = 0
     for label, goal in (("early", counts.rss_early), ("late", counts.rss_late)):
-        while sent < goal:
-            step = min(MEMORY_STEP, goal - sent)
-            scenario = chat if (sent // MEMORY_STEP) % 2 == 0 else responses
+        for scenario, step in _memory_batches(goal, sent):
             await load.run_batch(session, target.url, scenario, step)
-            sent += step
+        sent = max(sent, goal)
         await asyncio.sleep(0.5)
         rss[label] = target.rss_mib()
     return rss
-
-
-def _responses_in_memory_phase(counts: ForegroundCounts) -> int:
-    """How many Responses requests `_memory` sends (every other step, Chat first)."""
-    steps = range(0, counts.rss_late, MEMORY_STEP)
-    return sum(
-        min(MEMORY_STEP, counts.rss_late - sent) for sent in steps if (sent // MEMORY_STEP) % 2 == 1
-    )
 
 
 async def _warm_up(target: targets.Target, session: Any, counts: ForegroundCounts) -> None:
@@ -199,7 +198,10 @@ async def _restarted(
     for server in servers:
         server.wait_ready()
     sessions = {server.name: load.session(limit=128) for server in servers}
-    fill = min(_responses_in_memory_phase(counts), STORE_FILL)
+    memory_phase = _memory_batches(counts.rss_late)
+    fill = min(
+        sum(step for scenario, step in memory_phase if scenario.api == "responses"), STORE_FILL
+    )
     for server in servers:
         session = sessions[server.name]
         if fill:
