@@ -18,6 +18,21 @@ async def test_the_oldest_responses_go_first_past_the_bound() -> None:
     assert [record is not None for record in kept] == [False, False, True, True, True]
 
 
+async def test_an_evicted_response_takes_its_events_along() -> None:
+    # A foreground stream logs under its id, a background run under its run key.
+    store = InMemoryResponseStore(max_records=1)
+    event = {"type": "response.created", "sequence_number": 0}
+    for response_id, events_key in (("resp_stream", "resp_stream"), ("resp_bg", "run_bg")):
+        await store.put_response_and_log(
+            StoredResponse(id=response_id, owner_scope="s", model="m", events_key=events_key),
+            events_key,
+            [event],
+        )
+    await store.put_response(StoredResponse(id="resp_plain", owner_scope="s", model="m"))
+    assert await store.events.read("resp_stream") == []
+    assert await store.events.read("run_bg") == []
+
+
 async def test_a_response_reads_back_as_stored_and_as_a_copy() -> None:
     store = InMemoryResponseStore()
     response = {
