@@ -191,10 +191,10 @@ class InMemoryResponseStore:
     async def expire(self, cutoff: int, limit: int) -> tuple[int, list[str]]:
         old = [key for key, record in self._responses.items() if record.created_at < cutoff]
         old = old[:limit]
-        events = [self._responses[key].events_key or key for key in old]
-        for key in old:
-            del self._responses[key]
-        await self._events.delete(events)
+        expired = [self._responses.pop(key) for key in old]
+        # As on eviction: a Response's events live under its `events_key` (an id, never
+        # empty), if it has any.
+        await self._events.delete([kept.events_key for kept in expired if kept.events_key])
         for key in [key for key, at in self._deleted.items() if at < cutoff]:
             del self._deleted[key]
         conversations = [
