@@ -209,15 +209,25 @@ def _no_workflow_span() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _no_usage_callback() -> Iterator[None]:
-    """The `UsageCollector` LangChain adds to the run's callback managers (usage then reads
-    zero): the runner sets a context variable no configure hook reads (nor `get_request`,
-    which no benchmark graph calls)."""
+    """The run's `UsageCollector`: made for each run, offered to LangChain's configure hook
+    (an `echo` run calls no model, so the hook meets only the graph's own manager, which the
+    collector skips) and asked for the run's usage at its end. Off, the runner gets a stand-in
+    that counts nothing (usage then reads zero) and sets a context variable no configure hook
+    reads (nor `get_request`, which no benchmark graph calls)."""
     from contextvars import ContextVar
 
+    from lgos.core.run_events import NO_USAGE, Usage
     from lgos.run import runner
 
+    class Uncounted:
+        def __init__(self, request: Any = None) -> None:
+            self.request = request
+
+        def usage(self, final: Any = None) -> Usage:
+            return NO_USAGE
+
     unread: ContextVar[Any] = ContextVar("unread_usage", default=None)
-    with _patched(runner, "collecting", unread):
+    with _patched(runner, "collecting", unread), _patched(runner, "UsageCollector", Uncounted):
         yield
 
 

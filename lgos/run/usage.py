@@ -6,9 +6,10 @@ callbacks for the whole run rather than read off the answer.
 
 The collector reaches the run's callbacks through a LangChain configure hook, not the run's
 `callbacks`: while `collecting` holds it, LangChain adds it to each callback manager it
-configures (every model call's included) as a local handler. Handed to the run as an
-inheritable callback it was copied into every child manager and checked by LangGraph at every
-step, which cost a one-node graph twice as much (docs/benchmarks.md, 2026-12-05).
+configures after the graph's own (every model call's included) as a local handler. Handed to
+the run as an inheritable callback it was copied into every child manager and checked by
+LangGraph at every step, which cost a one-node graph twice as much (docs/benchmarks.md,
+2026-12-05).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage
 from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.outputs import ChatGeneration, LLMResult
-from langchain_core.tracers.context import register_configure_hook
 
 from lgos.core.request import GraphRequest
 from lgos.core.run_events import NO_USAGE, Usage
+from lgos.run.langchain_internals import register_configure_reader
 
 
 class UsageCollector(BaseCallbackHandler):
@@ -50,6 +51,9 @@ class UsageCollector(BaseCallbackHandler):
         self._lock = threading.Lock()  # sync nodes run in threads
         self._total: UsageMetadata | None = None
         self.calls = 0
+        # Set once LangChain has configured the run's first callback manager, the graph's own
+        # (`_collector_for_this_manager`).
+        self.past_graph_manager = False
         # The request of the run, which its nodes read (`nodes.get_request`): carried here so
         # the runner sets one context variable around each step, not two.
         self.request = request
@@ -93,4 +97,24 @@ def usage_from_metadata(usage: UsageMetadata | None) -> Usage:
 # so that the tasks and threads LangGraph starts for the step see it too); through it, the
 # nodes of the step read the run's request.
 collecting: ContextVar[UsageCollector | None] = ContextVar("lgos_usage", default=None)
-register_configure_hook(collecting, inheritable=False)
+
+
+def _collector_for_this_manager() -> UsageCollector | None:
+    """The collector of the run being driven, for each callback manager LangChain configures in
+    the run but the first.
+
+    The first is the graph's own: LangGraph's `astream` configures it before any other of the
+    run, and it dispatches only the graph's chain start and end, which the collector ignores.
+    On it, the collector cost 57k CPU instructions of a 3.4M-instruction `echo` request
+    (LangChain's dispatch and LangGraph's handler checks), 6k without it (docs/benchmarks.md,
+    2026-12-07, fifth round). Every model call's manager is configured later, inside the
+    graph's tasks. tests/internals/test_langchain.py checks both halves, so the upgrade that
+    changes either fails there."""
+    collector = collecting.get()
+    if collector is None or collector.past_graph_manager:
+        return collector
+    collector.past_graph_manager = True  # on the loop's thread: no node runs yet
+    return None
+
+
+register_configure_reader(_collector_for_this_manager, inheritable=False)
