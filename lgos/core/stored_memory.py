@@ -192,9 +192,10 @@ class InMemoryResponseStore:
         old = [key for key, record in self._responses.items() if record.created_at < cutoff]
         old = old[:limit]
         expired = [self._responses.pop(key) for key in old]
-        # As on eviction: a Response's events live under its `events_key` (an id, never
-        # empty), if it has any.
-        await self._events.delete([kept.events_key for kept in expired if kept.events_key])
+        # As on eviction: a Response's events live under its `events_key`, if it has any.
+        await self._events.delete(
+            [kept.events_key for kept in expired if kept.events_key is not None]
+        )
         for key in [key for key, at in self._deleted.items() if at < cutoff]:
             del self._deleted[key]
         conversations = [
